@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sets up and runs Hearth with its embedded defaults on a fresh Debian machine:
+# the local runtime (bubblewrap sandboxes, cgroup limits), PostgreSQL on
+# 127.0.0.1:5432 (the `hearth` database is created and migrated on start),
+# and the API on 127.0.0.1:8080. Extra arguments go to `hearth serve`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if ! command -v bwrap >/dev/null; then
+    echo "installing bubblewrap" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+fi
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    echo "starting PostgreSQL" >&2
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start
+    for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.5; done
+fi
+
+SQLX_OFFLINE=true cargo build --release --locked --bins >&2
+exec target/release/hearth serve "$@"

@@ -1,0 +1,43 @@
+//! `hearth-agent`: the small agent inside every pod. It listens on one
+//! address, binds each job (code, dependencies, topology), runs it in a
+//! sandbox, streams its output, enforces its timeout, and wipes the pod when
+//! told to. Std only, threads only: it ships in every pod image.
+//!
+//! Modules: [`args`] (command line), [`serve`] (connections and the protocol),
+//! [`bind`] (files, input, dependency environments), [`run`] (spawning,
+//! streaming, timeouts), [`sandbox`] (bubblewrap, cgroups, killing trees).
+
+use std::process::ExitCode;
+
+mod args;
+mod bind;
+mod run;
+mod sandbox;
+mod serve;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    match argv.first().map(String::as_str) {
+        Some(sandbox::ENTER_CGROUPS) => return sandbox::enter_cgroups_and_exec(&argv[1..]),
+        Some(sandbox::AWAIT_JOB) => return sandbox::await_job_and_exec(),
+        _ => {}
+    }
+    let args = match args::parse(argv) {
+        Ok(args::Parsed::Run(args)) => args,
+        Ok(args::Parsed::Help) => {
+            println!("{}", args::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("hearth-agent: {e}\n\n{}", args::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match serve::serve(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hearth-agent: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! Runs one job: binds it ([`crate::bind`]), spawns its command in the
+//! sandbox, streams stdout and stderr as `line` frames while they happen,
+//! enforces the timeout and cancellation, and reads the output file.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use hearth_core::agent::{Frame, INPUT_ENV, OUTPUT_ENV, Outcome, Run, Stream, error_code};
+
+use crate::bind;
+use crate::sandbox::{self, Inside, Sandbox};
+use crate::serve::{Agent, Exchange, Out, error_frame};
+
+/// The most output JSON the agent reads.
+const MAX_OUTPUT_BYTES: u64 = 1 << 20;
+/// Longer lines are cut into pieces of this size.
+const MAX_LINE_BYTES: u64 = 64 * 1024;
+/// How long to wait for the output pipes to drain once the process is gone.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// What the threads of an exchange report to the thread running it.
+#[derive(Debug)]
+pub enum Event {
+    /// The service sent another line or closed its side.
+    Cancel,
+    /// An output pipe of the process of this generation reached its end.
+    Eof(u64),
+}
+
+/// How a supervised process ended.
+#[derive(Debug)]
+pub enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// Binds and runs `run`; returns the final frame.
+pub fn execute(agent: &Agent, ex: &Exchange, run: &Run) -> Frame {
+    let bound = match bind::bind(agent, ex, run) {
+        Ok(b) => b,
+        Err(last) => return last,
+    };
+    ex.out.send(&Frame::Bound {
+        bind_ms: bound.bind_ms,
+        deps_cached: bound.deps_cached,
+    });
+
+    let inside = agent.sandbox.inside(&agent.layout);
+    let env = job_env(
+        &inside,
+        &agent.python,
+        run,
+        bound.venv.as_deref(),
+        agent.sandbox.kind() == crate::args::SandboxKind::None,
+        std::env::var("CUDA_VISIBLE_DEVICES").ok(),
+    );
+    let started = Instant::now();
+    let mut child = match start(agent, &run.command, &env) {
+        Ok(child) => child,
+        Err(e) => {
+            return error_frame(
+                error_code::SPAWN_FAILED,
+                format!("cannot start {:?}: {e}", run.command),
+            );
+        }
+    };
+    let job = agent.register(child.id());
+    let gen_ = ex.next_gen();
+
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = serde_json::to_vec(&run.input).unwrap_or_default();
+        // A job that never reads its stdin must not block the agent.
+        let _ = std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let _ = stdin.write_all(&input);
+            });
+    }
+    let mut streams = 0;
+    if let Some(stdout) = child.stdout.take() {
+        streams += spawn_pump(stdout, Stream::Stdout, run.max_log_bytes, ex, gen_);
+    }
+    if let Some(stderr) = child.stderr.take() {
+        streams += spawn_pump(stderr, Stream::Stderr, run.max_log_bytes, ex, gen_);
+    }
+
+    let deadline = deadline_after(started, run.timeout_ms);
+    let ending = supervise(
+        &agent.sandbox,
+        &mut child,
+        deadline,
+        &ex.events,
+        gen_,
+        streams,
+    );
+    let run_ms = started.elapsed().as_secs_f64() * 1000.0;
+    agent.unregister(job);
+
+    let (outcome, exit_code) = match ending {
+        Ending::Exited(status) => (Outcome::Exited, sandbox::exit_code(status)),
+        Ending::TimedOut => (Outcome::TimedOut, None),
+        Ending::Cancelled => (Outcome::Cancelled, None),
+    };
+    let (output, output_error) = read_output(&agent.layout.io.join("output.json"));
+    Frame::Exit {
+        outcome,
+        exit_code,
+        output,
+        output_error,
+        run_ms,
+    }
+}
+
+/// `timeout_ms` after `start`, saturating (a huge timeout is no timeout).
+pub fn deadline_after(start: Instant, timeout_ms: u64) -> Instant {
+    const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    start
+        .checked_add(Duration::from_millis(timeout_ms).min(FOREVER))
+        .unwrap_or(start)
+}
+
+/// Starts the job in the sandbox built ahead, or in a new one.
+fn start(agent: &Agent, argv: &[String], env: &BTreeMap<String, String>) -> io::Result<Child> {
+    if argv.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+    }
+    if let Some(child) = agent.take_warm().and_then(|warm| warm.start(argv, env)) {
+        return Ok(child);
+    }
+    let mut cmd = agent.sandbox.command(&agent.layout, argv, env)?;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    agent.sandbox.spawn(cmd)
+}
+
+/// The job's whole environment: nothing of the agent's leaks in.
+pub fn job_env(
+    inside: &Inside,
+    python: &Path,
+    run: &Run,
+    venv: Option<&str>,
+    tmpdir: bool,
+    cuda_visible_devices: Option<String>,
+) -> BTreeMap<String, String> {
+    let venv_dir = venv.map(|key| inside.venvs.join(key));
+    let venv_bin = venv_dir.as_ref().map(|dir| dir.join("bin"));
+    let mut env = BTreeMap::new();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_owned(), v);
+    };
+    set("PATH", sandbox::job_path(venv_bin.as_deref(), python));
+    set("HOME", inside.work.display().to_string());
+    set("LANG", "C.UTF-8".to_owned());
+    set("HEARTH_JOB_ID", run.job_id.clone());
+    set(INPUT_ENV, inside.input().display().to_string());
+    set(OUTPUT_ENV, inside.output().display().to_string());
+    if tmpdir {
+        set("TMPDIR", inside.tmp.display().to_string());
+    }
+    if let Some(dir) = &venv_dir {
+        set("VIRTUAL_ENV", dir.display().to_string());
+    }
+    if let Some(rank) = &run.topology {
+        set("RANK", rank.rank.to_string());
+        set("WORLD_SIZE", rank.world_size.to_string());
+        set("HEARTH_PEERS", rank.peers.join(","));
+        set("MASTER_ADDR", rank.master_addr.clone());
+        set("MASTER_PORT", rank.master_port.to_string());
+    }
+    if let Some(devices) = cuda_visible_devices {
+        set("CUDA_VISIBLE_DEVICES", devices);
+    }
+    env.extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+/// Waits until `child` exits, the deadline passes or the exchange is
+/// cancelled; in the last two cases kills the whole tree. Returns once the
+/// `streams` output pipes of generation `gen_` are drained (or a grace period
+/// passed), so every line is sent before the final frame.
+pub fn supervise(
+    sandbox: &Sandbox,
+    child: &mut Child,
+    deadline: Instant,
+    events: &Receiver<Event>,
+    gen_: u64,
+    streams: usize,
+) -> Ending {
+    let mut open = streams;
+    let mut closed_at: Option<Instant> = None;
+    let ending = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                sandbox.kill_leftovers(child.id());
+                break Ending::Exited(status);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("hearth-agent: wait: {e}");
+                sandbox.kill_tree(child);
+                break Ending::Cancelled;
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            sandbox.kill_tree(child);
+            break Ending::TimedOut;
+        }
+        // Once the pipes closed the process is about to be reapable: poll
+        // closely for a moment; otherwise the pipes' end wakes us.
+        let tick = match closed_at {
+            Some(at) if at.elapsed() < Duration::from_millis(50) => Duration::from_micros(200),
+            _ => Duration::from_millis(5),
+        };
+        match events.recv_timeout(tick.min(deadline - now)) {
+            Ok(Event::Cancel) => {
+                sandbox.kill_tree(child);
+                break Ending::Cancelled;
+            }
+            Ok(Event::Eof(g)) if g == gen_ => {
+                open = open.saturating_sub(1);
+                if open == 0 {
+                    closed_at = Some(Instant::now());
+                }
+            }
+            Ok(Event::Eof(_)) | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+            }
+        }
+    };
+    let give_up = Instant::now() + DRAIN_GRACE;
+    while open > 0 {
+        let left = give_up.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left) {
+            Ok(Event::Eof(g)) if g == gen_ => open -= 1,
+            Ok(_) => {}
+            Err(_) => {
+                eprintln!("hearth-agent: output pipes still open after the job ended");
+                break;
+            }
+        }
+    }
+    ending
+}
+
+/// Starts the thread that streams one output pipe as frames; returns 1 (the
+/// number of pipes to wait for) if it started.
+fn spawn_pump(
+    pipe: impl Read + Send + 'static,
+    stream: Stream,
+    max_bytes: u64,
+    ex: &Exchange,
+    gen_: u64,
+) -> usize {
+    let out = Arc::clone(&ex.out);
+    let tx: Sender<Event> = ex.events_tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("{stream:?}"))
+        .spawn(move || {
+            pump(pipe, stream, max_bytes, &out);
+            let _ = tx.send(Event::Eof(gen_));
+        });
+    usize::from(spawned.is_ok())
+}
+
+/// Sends each line of `pipe` as a frame until its end, within the byte budget.
+fn pump(pipe: impl Read, stream: Stream, max_bytes: u64, out: &Out) {
+    let mut reader = BufReader::new(pipe);
+    let mut budget = LogBudget::new(max_bytes);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match (&mut reader)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) | Err(_) => return,
+            Ok(n) => match budget.admit(n as u64) {
+                Admit::Send => {
+                    out.send(&Frame::Line {
+                        stream,
+                        line: line_text(&buf),
+                    });
+                }
+                Admit::Truncate => {
+                    out.send(&Frame::Truncated { stream });
+                }
+                // Keep draining so the job never blocks on a full pipe.
+                Admit::Drop => {}
+            },
+        }
+    }
+}
+
+fn line_text(raw: &[u8]) -> String {
+    let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    String::from_utf8_lossy(raw).into_owned()
+}
+
+/// What to do with one line of a bounded stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    Send,
+    /// The budget is exhausted by this line: say so once.
+    Truncate,
+    Drop,
+}
+
+/// The bytes of one stream still allowed through.
+#[derive(Debug)]
+pub struct LogBudget {
+    limit: u64,
+    used: u64,
+    truncated: bool,
+}
+
+impl LogBudget {
+    pub fn new(limit: u64) -> Self {
+        LogBudget {
+            limit,
+            used: 0,
+            truncated: false,
+        }
+    }
+
+    /// Accounts a line of `len` bytes (newline included).
+    pub fn admit(&mut self, len: u64) -> Admit {
+        if self.truncated {
+            Admit::Drop
+        } else if self.used.saturating_add(len) <= self.limit {
+            self.used += len;
+            Admit::Send
+        } else {
+            self.truncated = true;
+            Admit::Truncate
+        }
+    }
+}
+
+/// Reads the job's output file: `(output, output_error)`. Refuses anything but
+/// a regular file (the job controls the directory and could plant a link to a
+/// host file).
+pub fn read_output(path: &Path) -> (Option<serde_json::Value>, Option<String>) {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (None, None),
+        Err(e) => return (None, Some(format!("cannot read output: {e}"))),
+    };
+    if !meta.is_file() {
+        return (None, Some("output is not a regular file".to_owned()));
+    }
+    if meta.len() > MAX_OUTPUT_BYTES {
+        return (
+            None,
+            Some(format!(
+                "output is {} bytes, more than the {MAX_OUTPUT_BYTES} allowed",
+                meta.len()
+            )),
+        );
+    }
+    let mut text = Vec::new();
+    let read =
+        std::fs::File::open(path).and_then(|f| f.take(MAX_OUTPUT_BYTES + 1).read_to_end(&mut text));
+    if let Err(e) = read {
+        return (None, Some(format!("cannot read output: {e}")));
+    }
+    match serde_json::from_slice(&text) {
+        Ok(value) => (Some(value), None),
+        Err(e) => (None, Some(format!("output is not valid JSON: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_core::agent::Rank;
+
+    #[test]
+    fn budget_sends_then_truncates_once_then_drops() {
+        let mut b = LogBudget::new(10);
+        assert_eq!(b.admit(4), Admit::Send);
+        assert_eq!(b.admit(6), Admit::Send);
+        assert_eq!(b.admit(1), Admit::Truncate);
+        assert_eq!(b.admit(1), Admit::Drop);
+        assert_eq!(b.admit(0), Admit::Drop);
+        let mut zero = LogBudget::new(0);
+        assert_eq!(zero.admit(1), Admit::Truncate);
+    }
+
+    #[test]
+    fn deadlines_saturate() {
+        let now = Instant::now();
+        assert_eq!(deadline_after(now, 1500), now + Duration::from_millis(1500));
+        assert!(deadline_after(now, u64::MAX) > now + Duration::from_secs(3600 * 24 * 365));
+    }
+
+    #[test]
+    fn lines_lose_their_line_ending_only() {
+        assert_eq!(line_text(b"a b\r\n"), "a b");
+        assert_eq!(line_text(b" x \n"), " x ");
+        assert_eq!(line_text(b"tail"), "tail");
+        assert_eq!(line_text(b"\xff\n"), "\u{fffd}");
+    }
+
+    #[test]
+    fn output_file_is_read_bounded_and_checked() {
+        let dir = std::env::temp_dir().join(format!("hearth-agent-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("output.json");
+        assert_eq!(read_output(&file), (None, None));
+        std::fs::write(&file, r#"{"ok": true}"#).unwrap();
+        assert_eq!(
+            read_output(&file),
+            (Some(serde_json::json!({"ok": true})), None)
+        );
+        std::fs::write(&file, "{nope").unwrap();
+        assert!(read_output(&file).1.unwrap().contains("not valid JSON"));
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &file).unwrap();
+        assert!(read_output(&file).1.unwrap().contains("not a regular file"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn env_is_built_from_scratch() {
+        let inside = Inside {
+            work: "/work".into(),
+            io: "/hearth".into(),
+            venvs: "/venvs".into(),
+            tmp: "/tmp".into(),
+            wheelhouse: None,
+        };
+        let run = Run {
+            job_id: "j1".into(),
+            files: BTreeMap::new(),
+            command: vec!["true".into()],
+            deps: Default::default(),
+            input: serde_json::Value::Null,
+            env: [("FOO".to_owned(), "bar".to_owned())].into(),
+            timeout_ms: 1000,
+            topology: Some(Rank {
+                rank: 1,
+                world_size: 2,
+                peers: vec!["a:1".into(), "b:2".into()],
+                master_addr: "a".into(),
+                master_port: 1,
+            }),
+            max_log_bytes: 100,
+        };
+        let env = job_env(
+            &inside,
+            Path::new("/opt/py/bin/python3"),
+            &run,
+            Some("k"),
+            false,
+            Some("0".into()),
+        );
+        let get = |k: &str| env.get(k).map(String::as_str);
+        assert!(
+            get("PATH")
+                .unwrap()
+                .starts_with("/venvs/k/bin:/opt/py/bin:")
+        );
+        assert_eq!(get("HOME"), Some("/work"));
+        assert_eq!(get("HEARTH_INPUT"), Some("/hearth/input.json"));
+        assert_eq!(get("HEARTH_OUTPUT"), Some("/hearth/output.json"));
+        assert_eq!(get("VIRTUAL_ENV"), Some("/venvs/k"));
+        assert_eq!(get("HEARTH_PEERS"), Some("a:1,b:2"));
+        assert_eq!(get("RANK"), Some("1"));
+        assert_eq!(get("WORLD_SIZE"), Some("2"));
+        assert_eq!(get("MASTER_PORT"), Some("1"));
+        assert_eq!(get("CUDA_VISIBLE_DEVICES"), Some("0"));
+        assert_eq!(get("FOO"), Some("bar"));
+        assert_eq!(get("TMPDIR"), None);
+        assert_eq!(env.len(), 14);
+    }
+}

@@ -1,0 +1,412 @@
+//! The agent's server: accepts connections (one thread each), reads the one
+//! request of each, and answers with frames. Holds the state shared by all
+//! connections ([`Agent`]). It knows the protocol, not how jobs are run.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use hearth_core::agent::{Frame, PROTOCOL_VERSION, Request, error_code};
+
+use crate::args::{Args, Listen};
+use crate::run::{self, Event};
+use crate::sandbox::{Layout, Sandbox, Warm};
+
+/// State shared by every connection of the agent.
+#[derive(Debug)]
+pub struct Agent {
+    pub layout: Layout,
+    pub sandbox: Sandbox,
+    /// The interpreter that builds dependency environments.
+    pub python: PathBuf,
+    /// Held while a dependency environment is built or the pod is wiped.
+    pub venv_lock: Mutex<()>,
+    /// Held for a whole run and for a wipe: jobs of a pod share its cgroups,
+    /// so one ending (and its cgroups being swept) must not hit another.
+    /// A run arriving while another is still being killed waits for it.
+    run_lock: Mutex<()>,
+    /// Running jobs: id -> pid of the sandbox process.
+    jobs: Mutex<BTreeMap<u64, u32>>,
+    next_job: AtomicU64,
+    /// A sandbox built ahead, waiting for the next job.
+    warm: Mutex<Option<Warm>>,
+}
+
+impl Agent {
+    pub fn new(args: &Args) -> io::Result<Self> {
+        let layout = Layout::new(&args.root);
+        layout.create()?;
+        Ok(Agent {
+            sandbox: Sandbox::new(args)?,
+            python: resolve_python(&args.python),
+            layout,
+            venv_lock: Mutex::new(()),
+            run_lock: Mutex::new(()),
+            jobs: Mutex::new(BTreeMap::new()),
+            next_job: AtomicU64::new(0),
+            warm: Mutex::new(None),
+        })
+    }
+
+    /// Builds the sandbox of the next job now, while the pod is idle.
+    pub fn prewarm(&self) {
+        let mut warm = lock(&self.warm);
+        if warm.as_mut().is_some_and(Warm::is_alive) {
+            return;
+        }
+        if let Some(dead) = warm.take() {
+            dead.discard();
+        }
+        match self.sandbox.prepare(&self.layout) {
+            Ok(prepared) => *warm = Some(prepared),
+            Err(e) => eprintln!("hearth-agent: cannot prepare a sandbox: {e}"),
+        }
+    }
+
+    /// The sandbox built ahead, if any.
+    pub fn take_warm(&self) -> Option<Warm> {
+        lock(&self.warm).take()
+    }
+
+    /// Ends the sandbox built ahead (before the pod's cgroups are swept, or
+    /// the pod is wiped).
+    pub fn discard_warm(&self) {
+        if let Some(warm) = self.take_warm() {
+            warm.discard();
+        }
+    }
+
+    /// Records a running job so the agent can kill it when it exits.
+    pub fn register(&self, pid: u32) -> u64 {
+        let id = self.next_job.fetch_add(1, Ordering::Relaxed);
+        lock(&self.jobs).insert(id, pid);
+        id
+    }
+
+    pub fn unregister(&self, id: u64) {
+        lock(&self.jobs).remove(&id);
+    }
+
+    /// Kills every running job's tree (the agent is about to exit).
+    fn kill_all_jobs(&self) {
+        self.discard_warm();
+        let pids: Vec<u32> = lock(&self.jobs).values().copied().collect();
+        self.sandbox.kill_pids_and_trees(&pids);
+    }
+
+    /// Deletes everything jobs left in the pod. The directories themselves
+    /// stay: sandboxes bind them.
+    fn wipe(&self) -> io::Result<()> {
+        let _run = lock(&self.run_lock);
+        let _guard = lock(&self.venv_lock);
+        self.discard_warm();
+        for dir in self.layout.job_dirs() {
+            std::fs::create_dir_all(dir)?;
+            for entry in std::fs::read_dir(dir)? {
+                let path = entry?.path();
+                let removed = if std::fs::symlink_metadata(&path)?.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                match removed {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Finds the real interpreter behind `python` (a name on PATH may be a shim
+/// that needs the caller's environment, e.g. pyenv's).
+fn resolve_python(python: &str) -> PathBuf {
+    if python.starts_with('/') {
+        return PathBuf::from(python);
+    }
+    let resolved = std::process::Command::new(python)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|exe| exe.starts_with('/'));
+    match resolved {
+        Some(exe) => PathBuf::from(exe),
+        None => crate::sandbox::find_in_path(python).unwrap_or_else(|| PathBuf::from(python)),
+    }
+}
+
+/// A connection from the service, over a unix socket or TCP.
+#[derive(Debug)]
+pub enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Conn {
+    fn try_clone(&self) -> io::Result<Conn> {
+        Ok(match self {
+            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
+            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Conn::Unix(s) => s.shutdown(Shutdown::Both),
+            Conn::Tcp(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(buf),
+            Conn::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.write(buf),
+            Conn::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.flush(),
+            Conn::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+/// The write side of a connection, shared by the threads of one exchange.
+/// Frames are whole lines written under the mutex; nothing is written after
+/// the final frame.
+#[derive(Debug)]
+pub struct Out {
+    inner: Mutex<OutInner>,
+}
+
+#[derive(Debug)]
+struct OutInner {
+    conn: Conn,
+    closed: bool,
+}
+
+impl Out {
+    fn new(conn: Conn) -> Self {
+        Out {
+            inner: Mutex::new(OutInner {
+                conn,
+                closed: false,
+            }),
+        }
+    }
+
+    /// Sends a frame; false when the exchange is over or the peer is gone.
+    pub fn send(&self, frame: &Frame) -> bool {
+        let mut inner = lock(&self.inner);
+        if inner.closed {
+            return false;
+        }
+        write_frame(&mut inner.conn, frame).is_ok()
+    }
+
+    /// Sends the final frame and closes the connection.
+    fn finish(&self, frame: &Frame) {
+        let mut inner = lock(&self.inner);
+        if !inner.closed {
+            let _ = write_frame(&mut inner.conn, frame);
+            inner.closed = true;
+            inner.conn.shutdown();
+        }
+    }
+}
+
+fn write_frame(w: &mut impl Write, frame: &Frame) -> io::Result<()> {
+    let mut line = serde_json::to_vec(frame).map_err(io::Error::other)?;
+    line.push(b'\n');
+    w.write_all(&line)
+}
+
+/// What one exchange needs besides the agent: the frame writer and the events
+/// (cancellation, end of an output stream) its threads report.
+#[derive(Debug)]
+pub struct Exchange {
+    pub out: Arc<Out>,
+    pub events_tx: Sender<Event>,
+    pub events: Receiver<Event>,
+    next_gen: AtomicU64,
+}
+
+impl Exchange {
+    /// A fresh generation number for the processes of one spawn, so late
+    /// events of an earlier process are told apart.
+    pub fn next_gen(&self) -> u64 {
+        self.next_gen.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Binds the listener and serves forever.
+pub fn serve(args: &Args) -> io::Result<()> {
+    let agent = Arc::new(Agent::new(args)?);
+    if args.exit_with_parent {
+        let agent = Arc::clone(&agent);
+        let root = args.root.clone();
+        std::thread::Builder::new()
+            .name("parent-watch".into())
+            .spawn(move || watch_parent(&agent, &root))?;
+    }
+    let sandbox = agent.sandbox.kind().name();
+    agent.prewarm();
+    match &args.listen {
+        Listen::Unix(path) => {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            let listener = UnixListener::bind(path)?;
+            eprintln!(
+                "hearth-agent: listening on unix:{} (sandbox {sandbox})",
+                path.display()
+            );
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(s) => spawn_conn(&agent, Conn::Unix(s)),
+                    Err(e) => eprintln!("hearth-agent: accept: {e}"),
+                }
+            }
+        }
+        Listen::Tcp(hostport) => {
+            let listener = TcpListener::bind(hostport)?;
+            eprintln!("hearth-agent: listening on tcp:{hostport} (sandbox {sandbox})");
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        spawn_conn(&agent, Conn::Tcp(s));
+                    }
+                    Err(e) => eprintln!("hearth-agent: accept: {e}"),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Exits once the parent process is gone, so a killed service leaves nothing
+/// behind: the running jobs are killed, and the pod's cgroups and directory
+/// removed.
+#[expect(clippy::exit, reason = "the agent must end from this watcher thread")]
+fn watch_parent(agent: &Agent, root: &std::path::Path) {
+    let parent = std::os::unix::process::parent_id();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        if std::os::unix::process::parent_id() != parent {
+            eprintln!("hearth-agent: parent {parent} is gone; exiting");
+            agent.kill_all_jobs();
+            agent.sandbox.cgroups().remove();
+            let _ = std::fs::remove_dir_all(root);
+            std::process::exit(1);
+        }
+    }
+}
+
+fn spawn_conn(agent: &Arc<Agent>, conn: Conn) {
+    let agent = Arc::clone(agent);
+    let spawned = std::thread::Builder::new()
+        .name("conn".into())
+        .spawn(move || {
+            if let Err(e) = handle(&agent, conn) {
+                eprintln!("hearth-agent: connection: {e}");
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("hearth-agent: cannot start a connection thread: {e}");
+    }
+}
+
+fn handle(agent: &Agent, conn: Conn) -> io::Result<()> {
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let out = Arc::new(Out::new(conn));
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(());
+    }
+    let request = match serde_json::from_str::<Request>(&line) {
+        Ok(r) => r,
+        Err(e) => {
+            out.finish(&error_frame(
+                error_code::BAD_REQUEST,
+                format!("bad request: {e}"),
+            ));
+            return Ok(());
+        }
+    };
+    let prewarm = !matches!(request, Request::Ping);
+    let last = match request {
+        Request::Ping => Frame::Pong {
+            protocol: PROTOCOL_VERSION,
+            sandbox: agent.sandbox.kind().name().to_owned(),
+        },
+        Request::Wipe => match agent.wipe() {
+            Ok(()) => Frame::Wiped,
+            Err(e) => error_frame("wipe_failed", format!("wipe failed: {e}")),
+        },
+        Request::Run(job) => {
+            let (events_tx, events) = mpsc::channel();
+            // Any further line from the service, or its side closing,
+            // cancels the job.
+            let cancel = events_tx.clone();
+            std::thread::Builder::new()
+                .name("cancel-watch".into())
+                .spawn(move || {
+                    let mut rest = String::new();
+                    let _ = reader.read_line(&mut rest);
+                    let _ = cancel.send(Event::Cancel);
+                })?;
+            let exchange = Exchange {
+                out: Arc::clone(&out),
+                events_tx,
+                events,
+                next_gen: AtomicU64::new(0),
+            };
+            let _run = lock(&agent.run_lock);
+            run::execute(agent, &exchange, &job)
+        }
+    };
+    out.finish(&last);
+    if prewarm {
+        // Under the run lock: a run that started meanwhile ends with a sweep
+        // of the cgroups, which would take a sandbox built during it along.
+        let _run = lock(&agent.run_lock);
+        agent.prewarm();
+    }
+    Ok(())
+}
+
+pub fn error_frame(code: &str, message: String) -> Frame {
+    Frame::Error {
+        code: code.to_owned(),
+        message,
+        log: String::new(),
+    }
+}

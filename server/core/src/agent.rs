@@ -1,0 +1,171 @@
+//! The wire protocol between the service and the agent in every pod.
+//!
+//! The agent listens on an address (`unix:/path/agent.sock` for local pods,
+//! `tcp:10.0.0.7:7070` for Kubernetes pods). Each exchange is one connection:
+//! the service writes one [`Request`] as a JSON line, and the agent answers with
+//! [`Frame`]s, one JSON line each, ending with a final frame
+//! ([`Frame::is_final`]). While a `run` is in progress, any further line from
+//! the service, or the service closing its side, cancels the job and kills its
+//! whole process tree.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::Deps;
+
+/// Version of this protocol; an agent answers `ping` with it.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Environment variable naming the file a job writes its JSON output to.
+pub const OUTPUT_ENV: &str = "HEARTH_OUTPUT";
+/// Environment variable naming the file holding the job's JSON input.
+pub const INPUT_ENV: &str = "HEARTH_INPUT";
+
+/// One request, sent as the first line of a connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Liveness: answered by [`Frame::Pong`].
+    Ping,
+    /// Bind the job (code, deps, topology) and run it.
+    Run(Box<Run>),
+    /// Delete everything jobs left in the pod (work dir, environments, temp);
+    /// answered by [`Frame::Wiped`].
+    Wipe,
+}
+
+/// A job as the agent sees it: already validated, code already resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub job_id: String,
+    /// Relative path -> content, written under the work directory.
+    pub files: BTreeMap<String, String>,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub deps: Deps,
+    #[serde(default)]
+    pub input: serde_json::Value,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub timeout_ms: u64,
+    /// Set for the pods of a gang-scheduled rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Rank>,
+    /// Bytes of stdout (and, separately, stderr) streamed before truncation.
+    pub max_log_bytes: u64,
+}
+
+/// This pod's place in a gang.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rank {
+    pub rank: u32,
+    pub world_size: u32,
+    /// Addresses (`host:port`) of every rank, in rank order.
+    pub peers: Vec<String>,
+    pub master_addr: String,
+    pub master_port: u16,
+}
+
+/// Which output stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// How the job's process tree ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The command exited by itself (any exit code).
+    Exited,
+    /// The timeout passed and the tree was killed.
+    TimedOut,
+    /// The service cancelled it and the tree was killed.
+    Cancelled,
+}
+
+/// One line of the agent's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Frame {
+    Pong {
+        protocol: u32,
+        /// What isolates jobs in this pod (`bwrap`, `none`, ...).
+        sandbox: String,
+    },
+    /// Binding finished; the command starts now.
+    Bound {
+        bind_ms: f64,
+        /// Whether the dependency environment was already in the pod.
+        deps_cached: bool,
+    },
+    /// One line of output (without its newline).
+    Line { stream: Stream, line: String },
+    /// The stream passed `max_log_bytes`; later lines of it are dropped.
+    Truncated { stream: Stream },
+    /// The job ended. Final.
+    Exit {
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        /// The JSON the job wrote to `$HEARTH_OUTPUT`, if any.
+        output: Option<serde_json::Value>,
+        /// Why `output` is missing although the file exists.
+        output_error: Option<String>,
+        run_ms: f64,
+    },
+    /// The request could not be carried out. Final.
+    Error {
+        code: String,
+        message: String,
+        /// A log that explains it (e.g. pip's output).
+        #[serde(default)]
+        log: String,
+    },
+    /// The pod is clean again. Final.
+    Wiped,
+}
+
+impl Frame {
+    /// Whether this frame ends the exchange.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            Frame::Pong { .. } | Frame::Exit { .. } | Frame::Error { .. } | Frame::Wiped
+        )
+    }
+}
+
+/// Error codes the agent uses in [`Frame::Error`].
+pub mod error_code {
+    /// Installing `deps.pip` failed; `log` holds pip's output.
+    pub const DEPS_INSTALL_FAILED: &str = "deps_install_failed";
+    /// Writing the code or input failed.
+    pub const BIND_FAILED: &str = "bind_failed";
+    /// The command could not be started.
+    pub const SPAWN_FAILED: &str = "spawn_failed";
+    /// The request line was not understood.
+    pub const BAD_REQUEST: &str = "bad_request";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_as_tagged_json_lines() {
+        let frame = Frame::Line {
+            stream: Stream::Stdout,
+            line: "hello".into(),
+        };
+        let text = serde_json::to_string(&frame).unwrap();
+        assert_eq!(text, r#"{"type":"line","stream":"stdout","line":"hello"}"#);
+        assert_eq!(serde_json::from_str::<Frame>(&text).unwrap(), frame);
+        assert!(!frame.is_final());
+        assert!(Frame::Wiped.is_final());
+        let ping: Request = serde_json::from_str(r#"{"op":"ping"}"#).unwrap();
+        assert_eq!(ping, Request::Ping);
+    }
+}

@@ -1,0 +1,31 @@
+//! Hearth's domain: what a job is, what a hardware profile is, how a job
+//! submission is validated, and the wire protocol between the service and the
+//! agent inside every pod.
+//!
+//! This crate does no I/O and knows nothing of HTTP, Postgres or processes, so
+//! the service, the agent and the simulator can all share it.
+
+pub mod agent;
+pub mod job;
+pub mod profile;
+pub mod validate;
+
+pub use job::{Kind, Source, State};
+pub use profile::Profile;
+
+/// Lower-case hex encoding of a byte string.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    out
+}
+
+/// SHA-256 of `bytes`, as lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
+}

@@ -1,0 +1,470 @@
+//! Validation of job submissions: every field is checked against explicit
+//! limits before anything is stored, so bad input changes nothing.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::{Code, Deps, Kind, Spec, Topology};
+use crate::profile::Profile;
+
+/// Environment variables the service sets itself; a job may not override them.
+pub const RESERVED_ENV: &[&str] = &[
+    "HEARTH_INPUT",
+    "HEARTH_OUTPUT",
+    "HEARTH_JOB_ID",
+    "HEARTH_PEERS",
+    "RANK",
+    "WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "VIRTUAL_ENV",
+];
+
+/// A job submission as it arrives on the wire (`POST /v1/jobs`). Only `kind`,
+/// `profile`, `caller` and `command` are required.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateJob {
+    pub kind: Kind,
+    pub profile: String,
+    pub caller: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub code: Option<Code>,
+    #[serde(default)]
+    pub deps: Option<Deps>,
+    #[serde(default)]
+    pub input: Option<serde_json::Value>,
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub timeout_s: Option<u32>,
+    #[serde(default)]
+    pub priority: Option<i32>,
+    #[serde(default)]
+    pub topology: Option<Topology>,
+}
+
+/// Size and count limits for submissions. The defaults suit a small service;
+/// every one is configurable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_caller_len: usize,
+    pub max_command_args: usize,
+    pub max_arg_bytes: usize,
+    pub max_files: usize,
+    pub max_path_len: usize,
+    pub max_code_bytes: usize,
+    pub max_pip_packages: usize,
+    pub max_env_vars: usize,
+    pub max_env_bytes: usize,
+    pub max_input_bytes: usize,
+    pub default_timeout_s: u32,
+    pub max_timeout_s: u32,
+    pub max_gang: u32,
+    pub max_priority: i32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_caller_len: 128,
+            max_command_args: 64,
+            max_arg_bytes: 4096,
+            max_files: 256,
+            max_path_len: 255,
+            max_code_bytes: 4 << 20,
+            max_pip_packages: 64,
+            max_env_vars: 128,
+            max_env_bytes: 64 << 10,
+            max_input_bytes: 1 << 20,
+            default_timeout_s: 60,
+            max_timeout_s: 3600,
+            max_gang: 16,
+            max_priority: 1000,
+        }
+    }
+}
+
+/// One reason a submission was refused.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// JSON path of the offending field, e.g. `env.PATH` or `command[0]`.
+    pub field: String,
+    pub message: String,
+}
+
+/// Why a submission was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error("unknown profile `{0}`")]
+    UnknownProfile(String),
+    #[error("{} invalid field(s): {}", .0.len(), .0.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))]
+    Fields(Vec<FieldError>),
+}
+
+struct Errors(Vec<FieldError>);
+
+impl Errors {
+    fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.0.push(FieldError {
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+
+    fn check(&mut self, ok: bool, field: impl Into<String>, message: impl Into<String>) {
+        if !ok {
+            self.push(field, message);
+        }
+    }
+}
+
+/// Whether `name` is a valid identifier for callers, profiles, tenants and
+/// keys: 1..=max characters of `[A-Za-z0-9._:@/-]`, starting alphanumeric.
+pub fn is_name(name: &str, max: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= max
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:@/-".contains(c))
+}
+
+/// Whether `digest` is a bundle reference: `sha256:` and 64 lower-case hex digits.
+pub fn is_bundle_digest(digest: &str) -> bool {
+    digest.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Checks a code file's relative path: no absolute paths, no `..`, no empty
+/// or hidden-control components.
+pub fn check_path(path: &str, max_len: usize) -> Result<(), &'static str> {
+    if path.is_empty() || path.len() > max_len {
+        return Err("path must be 1..=255 bytes");
+    }
+    if path.starts_with('/') {
+        return Err("path must be relative");
+    }
+    if path.contains('\0') || path.contains('\\') {
+        return Err("path may not contain NUL or backslash");
+    }
+    for part in path.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err("path components may not be empty, `.` or `..`");
+        }
+    }
+    Ok(())
+}
+
+/// A pip requirement: a package name with optional extras and version
+/// specifiers. Anything that pip could read as an option is refused.
+pub fn is_pip_requirement(req: &str) -> bool {
+    !req.is_empty()
+        && req.len() <= 200
+        && req.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && req
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-[],=<>!~ ".contains(c))
+}
+
+/// Whether a JSON value holds a NUL character in any string or key. Postgres
+/// cannot store one in `jsonb`, so such input is refused up front.
+pub fn has_nul(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Validates a submission against the limits and the known profiles, and
+/// fills in defaults.
+pub fn job<'p>(
+    req: CreateJob,
+    limits: &Limits,
+    profile: impl FnOnce(&str) -> Option<&'p Profile>,
+) -> Result<Spec, Invalid> {
+    let Some(prof) = profile(&req.profile) else {
+        return Err(Invalid::UnknownProfile(req.profile));
+    };
+    let mut e = Errors(Vec::new());
+
+    e.check(
+        is_name(&req.caller, limits.max_caller_len),
+        "caller",
+        format!(
+            "must be 1..={} characters of [A-Za-z0-9._:@/-], starting alphanumeric",
+            limits.max_caller_len
+        ),
+    );
+
+    if req.command.is_empty() || req.command.len() > limits.max_command_args {
+        e.push(
+            "command",
+            format!("must have 1..={} arguments", limits.max_command_args),
+        );
+    }
+    for (i, arg) in req.command.iter().enumerate() {
+        if arg.len() > limits.max_arg_bytes || arg.contains('\0') {
+            e.push(
+                format!("command[{i}]"),
+                format!(
+                    "must be at most {} bytes, without NUL",
+                    limits.max_arg_bytes
+                ),
+            );
+        }
+    }
+    if req.command.first().is_some_and(|c| c.is_empty()) {
+        e.push("command[0]", "must not be empty");
+    }
+
+    let code = req.code.unwrap_or_default();
+    match &code {
+        Code::Files(files) => {
+            if files.len() > limits.max_files {
+                e.push("code.files", format!("at most {} files", limits.max_files));
+            }
+            let mut total = 0usize;
+            for (path, content) in files {
+                total += path.len() + content.len();
+                if let Err(msg) = check_path(path, limits.max_path_len) {
+                    e.push(format!("code.files.{path}"), msg);
+                }
+                if content.contains('\0') {
+                    e.push(format!("code.files.{path}"), "content may not contain NUL");
+                }
+            }
+            if total > limits.max_code_bytes {
+                e.push(
+                    "code.files",
+                    format!("at most {} bytes in all", limits.max_code_bytes),
+                );
+            }
+        }
+        Code::Bundle(digest) => e.check(
+            is_bundle_digest(digest),
+            "code.bundle",
+            "must be `sha256:` followed by 64 lower-case hex digits",
+        ),
+    }
+
+    let deps = req.deps.unwrap_or_default();
+    if deps.pip.len() > limits.max_pip_packages {
+        e.push(
+            "deps.pip",
+            format!("at most {} packages", limits.max_pip_packages),
+        );
+    }
+    for (i, r) in deps.pip.iter().enumerate() {
+        e.check(
+            is_pip_requirement(r),
+            format!("deps.pip[{i}]"),
+            "must be a requirement like `name`, `name==1.0` or `name[extra]>=2`",
+        );
+    }
+
+    let env = req.env.unwrap_or_default();
+    if env.len() > limits.max_env_vars {
+        e.push("env", format!("at most {} variables", limits.max_env_vars));
+    }
+    let mut env_bytes = 0usize;
+    for (name, value) in &env {
+        env_bytes += name.len() + value.len();
+        if !is_env_name(name) {
+            e.push(
+                format!("env.{name}"),
+                "name must match [A-Za-z_][A-Za-z0-9_]*",
+            );
+        } else if RESERVED_ENV.contains(&name.as_str()) {
+            e.push(
+                format!("env.{name}"),
+                "is set by Hearth and may not be overridden",
+            );
+        }
+        if value.contains('\0') {
+            e.push(format!("env.{name}"), "value may not contain NUL");
+        }
+    }
+    if env_bytes > limits.max_env_bytes {
+        e.push(
+            "env",
+            format!("at most {} bytes in all", limits.max_env_bytes),
+        );
+    }
+
+    let input = req.input.unwrap_or(serde_json::Value::Null);
+    let input_len = serde_json::to_vec(&input).map_or(usize::MAX, |v| v.len());
+    if input_len > limits.max_input_bytes {
+        e.push("input", format!("at most {} bytes", limits.max_input_bytes));
+    }
+    if has_nul(&input) {
+        e.push("input", "strings may not contain NUL (\\u0000)");
+    }
+
+    let timeout_s = req.timeout_s.unwrap_or(limits.default_timeout_s);
+    if timeout_s == 0 || timeout_s > limits.max_timeout_s {
+        e.push("timeout_s", format!("must be 1..={}", limits.max_timeout_s));
+    }
+
+    let priority = req.priority.unwrap_or(0);
+    if priority.unsigned_abs() > limits.max_priority.unsigned_abs() {
+        e.push(
+            "priority",
+            format!("must be -{0}..={0}", limits.max_priority),
+        );
+    }
+
+    if let Some(t) = req.topology {
+        if req.kind != Kind::Rollout {
+            e.push("topology", "only rollouts have a topology");
+        }
+        let max = limits.max_gang.min(prof.max_pods);
+        if t.pods == 0 || t.pods > max {
+            e.push(
+                "topology.pods",
+                format!("must be 1..={max} for this profile"),
+            );
+        }
+    }
+
+    if !e.0.is_empty() {
+        return Err(Invalid::Fields(e.0));
+    }
+    Ok(Spec {
+        kind: req.kind,
+        profile: req.profile,
+        caller: req.caller,
+        code,
+        command: req.command,
+        deps,
+        input,
+        env,
+        timeout_s,
+        priority,
+        topology: req.topology,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> CreateJob {
+        serde_json::from_value(serde_json::json!({
+            "kind": "tool_call", "profile": "cpu-small", "caller": "agent-7",
+            "command": ["python3", "main.py"]
+        }))
+        .unwrap()
+    }
+
+    fn run(r: CreateJob) -> Result<Spec, Invalid> {
+        let profiles = Profile::defaults();
+        job(r, &Limits::default(), |n| {
+            profiles.iter().find(|p| p.name == n)
+        })
+    }
+
+    fn fields(r: CreateJob) -> Vec<String> {
+        match run(r) {
+            Err(Invalid::Fields(f)) => f.into_iter().map(|f| f.field).collect(),
+            other => panic!("expected field errors, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn minimal_submission_gets_defaults() {
+        let spec = run(req()).unwrap();
+        assert_eq!(spec.timeout_s, 60);
+        assert_eq!(spec.pods(), 1);
+        assert_eq!(spec.input, serde_json::Value::Null);
+    }
+
+    #[test]
+    fn unknown_profile_is_its_own_error() {
+        let mut r = req();
+        r.profile = "gpu-huge".into();
+        assert_eq!(run(r), Err(Invalid::UnknownProfile("gpu-huge".into())));
+    }
+
+    #[test]
+    fn every_bad_field_is_reported() {
+        let mut r = req();
+        r.caller = "../etc".into();
+        r.command = vec![];
+        r.timeout_s = Some(0);
+        r.code = Some(Code::Files(BTreeMap::from([("../x".into(), "".into())])));
+        r.deps = Some(Deps {
+            pip: vec!["--index-url=http://evil".into()],
+        });
+        r.env = Some(BTreeMap::from([
+            ("RANK".into(), "1".into()),
+            ("1BAD".into(), "x".into()),
+        ]));
+        r.topology = Some(Topology { pods: 2 });
+        assert_eq!(
+            fields(r),
+            [
+                "caller",
+                "command",
+                "code.files.../x",
+                "deps.pip[0]",
+                "env.1BAD",
+                "env.RANK",
+                "timeout_s",
+                "topology"
+            ]
+        );
+    }
+
+    #[test]
+    fn rollout_gang_is_bounded() {
+        let mut r = req();
+        r.kind = Kind::Rollout;
+        r.topology = Some(Topology { pods: 2 });
+        assert_eq!(run(r.clone()).unwrap().pods(), 2);
+        r.topology = Some(Topology { pods: 1000 });
+        assert_eq!(fields(r), ["topology.pods"]);
+    }
+
+    #[test]
+    fn bundle_digest_shape() {
+        assert!(is_bundle_digest(&format!("sha256:{}", "a".repeat(64))));
+        assert!(!is_bundle_digest(&format!("sha256:{}", "A".repeat(64))));
+        assert!(!is_bundle_digest("sha256:abc"));
+    }
+
+    #[test]
+    fn nul_anywhere_in_input_is_refused() {
+        let mut r = req();
+        r.input = Some(serde_json::json!({"a": [1, {"b": "x\0"}]}));
+        assert_eq!(fields(r.clone()), ["input"]);
+        r.input = Some(serde_json::json!({"k\0": 1}));
+        assert_eq!(fields(r), ["input"]);
+    }
+
+    #[test]
+    fn paths() {
+        assert!(check_path("a/b.py", 255).is_ok());
+        for bad in ["", "/etc/passwd", "a/../b", "a//b", "./a", "a\\b"] {
+            assert!(check_path(bad, 255).is_err(), "{bad}");
+        }
+    }
+}

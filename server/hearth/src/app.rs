@@ -1,0 +1,156 @@
+//! The service: shared state, the HTTP router and `serve`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hearth_core::Profile;
+use hearth_core::validate::Limits;
+use hearth_runtime::Runtime;
+use hearth_runtime::local::{LocalConfig, LocalRuntime};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+
+use crate::auth::Authenticator;
+use crate::config::Config;
+use crate::hub::Hub;
+use crate::scheduler::{Scheduler, Settings};
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct AppState(Arc<Shared>);
+
+#[derive(Debug)]
+pub struct Shared {
+    pub config: Config,
+    pub db: PgPool,
+    pub profiles: Arc<BTreeMap<String, Profile>>,
+    pub limits: Limits,
+    pub auth: Authenticator,
+    pub runtime: Arc<dyn Runtime>,
+    pub hub: Arc<Hub>,
+    pub scheduler: Scheduler,
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The local runtime as configured.
+pub fn local_runtime(config: &Config) -> anyhow::Result<LocalRuntime> {
+    let agent_bin = match &config.agent_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?.with_file_name("hearth-agent"),
+    };
+    anyhow::ensure!(
+        agent_bin.is_file(),
+        "agent binary {} not found: build it (`cargo build --bins`) or set HEARTH_AGENT_BIN",
+        agent_bin.display()
+    );
+    Ok(LocalRuntime::new(LocalConfig {
+        state_dir: config.state_dir.clone(),
+        agent_bin,
+        wheelhouse: config.wheelhouse.clone(),
+        python: config.python.clone(),
+        start_timeout: Duration::from_secs(config.pod_start_timeout_s),
+    })?)
+}
+
+/// A running service.
+#[derive(Debug)]
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    pub server: tokio::task::JoinHandle<std::io::Result<()>>,
+    pub scheduler: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops serving and scheduling (the process's pods stay until the runtime
+    /// is dropped or the next start removes them).
+    pub fn abort(&self) {
+        self.server.abort();
+        self.scheduler.abort();
+    }
+}
+
+/// Connects, migrates, starts the scheduler and serves HTTP on the configured
+/// address (port 0 picks a free one).
+pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<Running> {
+    let profiles: BTreeMap<String, Profile> = config
+        .load_profiles()?
+        .into_iter()
+        .map(|p| (p.name.clone(), p))
+        .collect();
+    let profiles = Arc::new(profiles);
+    let db = hearth_store::connect(&config.database_url, true, config.db_connections).await?;
+    for m in runtime.mechanisms().iter().filter(|m| !m.available) {
+        tracing::warn!(mechanism = %m.name, detail = %m.detail, "isolation mechanism unavailable");
+    }
+    let relaxed = hearth_store::connect_relaxed(&config.database_url, 8).await?;
+    let hub = Arc::new(Hub::default());
+    let scheduler = Scheduler::new(
+        db.clone(),
+        relaxed,
+        runtime.clone(),
+        profiles.clone(),
+        hub.clone(),
+        Settings {
+            max_attempts: config.max_attempts,
+            max_log_bytes: config.max_log_bytes,
+            job_output_bytes: config.job_output_bytes,
+            pod_start_timeout: Duration::from_secs(config.pod_start_timeout_s),
+        },
+    );
+    let state = AppState(Arc::new(Shared {
+        auth: Authenticator::new(&config)?,
+        limits: config.limits(),
+        db,
+        profiles,
+        runtime,
+        hub,
+        scheduler: scheduler.clone(),
+        config,
+    }));
+    let listener = TcpListener::bind(state.config.listen).await?;
+    let addr = listener.local_addr()?;
+    let app = router(state.clone());
+    let scheduler = tokio::spawn(scheduler.run());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    tracing::info!(%addr, "listening");
+    Ok(Running {
+        addr,
+        state,
+        server,
+        scheduler,
+    })
+}
+
+/// The HTTP application with its middleware.
+pub fn router(state: AppState) -> Router {
+    use tower_http::catch_panic::CatchPanicLayer;
+    use tower_http::trace::TraceLayer;
+
+    let max_body = state.config.max_body_bytes;
+    let (api, openapi) = crate::http::api().split_for_parts();
+    api.merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url("/openapi.json", openapi))
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                tracing::info_span!(
+                    "request",
+                    method = %req.method(),
+                    path = %req.uri().path(),
+                    tenant = tracing::field::Empty,
+                )
+            }),
+        )
+        .layer(CatchPanicLayer::custom(crate::error::panic_response))
+        .with_state(state)
+}

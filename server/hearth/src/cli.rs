@@ -1,0 +1,429 @@
+//! The `hearth` command line: `serve`, `migrate`, `tenant`, `openapi`, `analyze`, `simulate`.
+
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use uuid::Uuid;
+
+use crate::config::{Config, LogFormat};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hearth",
+    version,
+    about = "Execution service for AI agents and RL trainers"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DbArgs {
+    /// Postgres connection URL.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/hearth"
+    )]
+    pub database_url: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service: HTTP API, scheduler and the local runtime.
+    Serve(Box<Config>),
+    /// Create the database if needed and apply migrations, then exit.
+    Migrate(DbArgs),
+    /// Manage tenants and their API keys directly in the database.
+    Tenant {
+        #[command(flatten)]
+        db: DbArgs,
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Print the OpenAPI document (as committed in `openapi/openapi.json`).
+    Openapi,
+    /// Ready-cohort shares of an event log: F (fixed windows), P* (exact
+    /// offline optimum), U (local upper bound) and the gap closure.
+    Analyze(AnalyzeArgs),
+    /// Replay a closed-loop job trace through pool policies on a virtual clock.
+    Simulate(SimulateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimulateArgs {
+    /// CSV trace `caller,seq,think_s,duration_s,profile[,gpus]`, each caller's
+    /// rows together and in `seq` order.
+    #[arg(long)]
+    pub trace: Option<std::path::PathBuf>,
+    /// `fresh`, `always-on[:N]`, `keepalive:<seconds>` or `firepool`.
+    #[arg(long, default_value = "firepool")]
+    pub policy: String,
+    /// Run every policy, print one table and write an SVG chart.
+    #[arg(long)]
+    pub compare: bool,
+    /// Where `--compare` writes its chart.
+    #[arg(long, default_value = "simulate.svg")]
+    pub svg: std::path::PathBuf,
+    /// Seconds for a new pod to become ready.
+    #[arg(long, default_value_t = 30.0)]
+    pub cold_start_s: f64,
+    /// Seconds to bind a job to a promoted standby pod.
+    #[arg(long, default_value_t = 1.0)]
+    pub promote_s: f64,
+    /// Seconds to hand a job to a warm pod.
+    #[arg(long, default_value_t = 0.1)]
+    pub warm_s: f64,
+    /// GPUs per pool (default: enough that capacity never binds).
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Pod limit per pool (default: none).
+    #[arg(long)]
+    pub max_pods: Option<u32>,
+    /// Print one JSON object per policy, one per line.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<SimulateCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimulateCommand {
+    /// Write a synthetic trace to standard output.
+    Gen {
+        /// `agent` (many callers, short jobs, heavy-tailed think pauses) or
+        /// `rl` (steps of rollouts and verifiers, then a training pause).
+        #[arg(long)]
+        kind: hearth_pool::sim::TraceKind,
+        /// Callers (default: 100 agent, 32 rl).
+        #[arg(long)]
+        callers: Option<u32>,
+        /// Jobs in all, shared among the callers.
+        #[arg(long)]
+        jobs: Option<u64>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AnalyzeArgs {
+    /// CSV with header `release_ns,route` and an optional `deadline_ns` column
+    /// (absent: deadline = release + δ). `-` reads standard input.
+    #[arg(long)]
+    pub events: Option<std::path::PathBuf>,
+    /// Smallest batch, K, for every route without an override.
+    #[arg(long, default_value_t = 256)]
+    pub k: u32,
+    /// Launch deadline δ after release, in milliseconds (also the fixed window).
+    #[arg(long, default_value_t = 50.0)]
+    pub deadline_ms: f64,
+    /// Per-route K: `ROUTE=K` (repeatable).
+    #[arg(long = "k-route", value_name = "ROUTE=K")]
+    pub k_route: Vec<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<AnalyzeCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AnalyzeCommand {
+    /// Build a stationary Poisson replay of recorded sessions, as an event log
+    /// (`release_ns,route`) on standard output.
+    Replay {
+        /// CSV `session,offset_ns,route`: each session's ready offsets and routes.
+        #[arg(long)]
+        sessions: std::path::PathBuf,
+        /// Mean number of sessions in progress.
+        #[arg(long)]
+        active: f64,
+        /// Length of the replay.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant and print its first API key (shown once).
+    Create {
+        name: String,
+        /// Print `{"tenant_id": ..., "api_key": ...}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tenants.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a tenant with everything it owns.
+    Delete { name: String },
+    /// Mint another API key for a tenant.
+    CreateKey {
+        tenant: String,
+        #[arg(long, default_value = "default")]
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke an API key by id.
+    RevokeKey { tenant: String, api_key_id: Uuid },
+}
+
+/// Sets up logging to stderr (stdout stays for command output).
+pub fn init_tracing(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+async fn tenant_by_name(
+    db: &sqlx::PgPool,
+    name: &str,
+) -> anyhow::Result<hearth_store::tenant::TenantRow> {
+    hearth_store::tenant::find_by_name(db, name)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no tenant named `{name}`"))
+}
+
+fn api_error(e: crate::error::ApiError) -> anyhow::Error {
+    anyhow::anyhow!("{}: {e}", e.code())
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Openapi => {
+            println!("{}", crate::http::openapi_json());
+        }
+        Command::Analyze(args) => analyze(args)?,
+        Command::Simulate(args) => simulate(args)?,
+        Command::Migrate(db) => {
+            init_tracing(LogFormat::Text);
+            hearth_store::connect(&db.database_url, true, 2).await?;
+            eprintln!("database migrated");
+        }
+        Command::Serve(config) => {
+            init_tracing(config.log_format);
+            let runtime = Arc::new(crate::app::local_runtime(&config)?);
+            let running = crate::app::start(*config, runtime.clone()).await?;
+            eprintln!(
+                "Hearth listening on http://{addr}  (API docs: http://{addr}/docs)\n\
+                 Get an API key: `hearth tenant create <name> --json`, or POST /v1/admin/tenants with the admin token.",
+                addr = running.addr
+            );
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                r = terminate() => r?,
+            }
+            tracing::info!("shutting down");
+            running.abort();
+            // Jobs still running are re-queued by the next start.
+            let _ = hearth_runtime::Runtime::remove_orphans(&*runtime).await;
+        }
+        Command::Tenant { db, command } => {
+            let pool = hearth_store::connect(&db.database_url, true, 2).await?;
+            match command {
+                TenantCommand::Create { name, json } => {
+                    let t = crate::http::admin::create_tenant(&pool, &name)
+                        .await
+                        .map_err(api_error)?;
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"tenant_id": t.tenant_id, "api_key": t.api_key})
+                        );
+                    } else {
+                        println!(
+                            "tenant {} ({})\nAPI key (shown once): {}",
+                            t.name, t.tenant_id, t.api_key
+                        );
+                    }
+                }
+                TenantCommand::List { json } => {
+                    let rows = hearth_store::tenant::list(&pool).await?;
+                    for t in rows {
+                        if json {
+                            println!(
+                                "{}",
+                                serde_json::json!({"tenant_id": t.tenant_id, "name": t.name})
+                            );
+                        } else {
+                            println!("{}\t{}", t.tenant_id, t.name);
+                        }
+                    }
+                }
+                TenantCommand::Delete { name } => {
+                    let t = tenant_by_name(&pool, &name).await?;
+                    hearth_store::tenant::delete(&pool, t.tenant_id).await?;
+                    eprintln!("deleted tenant {name}");
+                }
+                TenantCommand::CreateKey { tenant, name, json } => {
+                    let t = tenant_by_name(&pool, &tenant).await?;
+                    let k = crate::http::admin::create_key(&pool, t.tenant_id, &name)
+                        .await
+                        .map_err(api_error)?;
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"api_key_id": k.api_key_id, "api_key": k.api_key})
+                        );
+                    } else {
+                        println!("API key {} (shown once): {}", k.api_key_id, k.api_key);
+                    }
+                }
+                TenantCommand::RevokeKey { tenant, api_key_id } => {
+                    let t = tenant_by_name(&pool, &tenant).await?;
+                    hearth_store::tenant::revoke_key(&pool, t.tenant_id, api_key_id)
+                        .await?
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("tenant `{tenant}` has no key {api_key_id}")
+                        })?;
+                    eprintln!("revoked {api_key_id}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open(path: &std::path::Path) -> anyhow::Result<Box<dyn std::io::BufRead>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdin().lock()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(Box::new(std::io::BufReader::new(file)))
+}
+
+fn seconds(flag: &str, s: f64) -> anyhow::Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(s)
+        .map_err(|_| anyhow::anyhow!("{flag} must be a non-negative number of seconds"))
+}
+
+fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    use hearth_pool::sim;
+    use std::io::Write;
+    if let Some(SimulateCommand::Gen {
+        kind,
+        callers,
+        jobs,
+        seed,
+    }) = args.command
+    {
+        let out = std::io::BufWriter::new(std::io::stdout().lock());
+        sim::generate(
+            kind,
+            callers.unwrap_or_else(|| kind.default_callers()),
+            jobs.unwrap_or_else(|| kind.default_jobs()),
+            seed,
+            out,
+        )?;
+        return Ok(());
+    }
+    let trace = args.trace.ok_or_else(|| {
+        anyhow::anyhow!("--trace FILE is required (or use `hearth simulate gen`)")
+    })?;
+    let params = sim::SimParams {
+        cold_start: seconds("--cold-start-s", args.cold_start_s)?,
+        promote: seconds("--promote-s", args.promote_s)?,
+        warm: seconds("--warm-s", args.warm_s)?,
+        gpus: args.gpus,
+        max_pods: args.max_pods,
+        ..sim::SimParams::default()
+    };
+    let summaries = if args.compare {
+        let cmp = sim::compare(
+            &trace,
+            &hearth_pool::policy::Kind::comparison_set(),
+            &params,
+        )?;
+        std::fs::write(&args.svg, &cmp.svg)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", args.svg.display()))?;
+        eprintln!("chart written to {}", args.svg.display());
+        cmp.summaries
+    } else {
+        let kind: hearth_pool::policy::Kind = args.policy.parse()?;
+        vec![sim::simulate(&trace, kind, &params)?]
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        for s in &summaries {
+            writeln!(out, "{}", serde_json::to_string(s)?)?;
+        }
+    } else {
+        write!(out, "{}", sim::Summary::table(&summaries))?;
+    }
+    Ok(())
+}
+
+fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    if let Some(AnalyzeCommand::Replay {
+        sessions,
+        active,
+        seconds,
+        seed,
+    }) = args.command
+    {
+        anyhow::ensure!(
+            active > 0.0 && seconds > 0.0,
+            "--active and --seconds must be positive"
+        );
+        let sessions = hearth_cohort::read_sessions(open(&sessions)?)?;
+        let out = std::io::BufWriter::new(std::io::stdout().lock());
+        let stats = hearth_cohort::replay(
+            &sessions,
+            &hearth_cohort::ReplayParams::new(active, seconds, seed),
+            out,
+        )?;
+        eprintln!(
+            "{} events from {} session arrivals ({:.3}/s)",
+            stats.events, stats.arrivals, stats.rate_per_s
+        );
+        return Ok(());
+    }
+    let path = args.events.ok_or_else(|| {
+        anyhow::anyhow!("--events FILE is required (or use `hearth analyze replay`)")
+    })?;
+    anyhow::ensure!(
+        args.deadline_ms.is_finite() && args.deadline_ms >= 0.0,
+        "--deadline-ms must be a non-negative number"
+    );
+    let delta_ns = (args.deadline_ms * 1e6).round() as i64;
+    let mut params = hearth_cohort::Params::new(args.k, delta_ns);
+    for spec in &args.k_route {
+        params = params.with_override(spec)?;
+    }
+    let events = hearth_cohort::read_csv(open(&path)?, delta_ns)?;
+    let report = hearth_cohort::analyze(&events, &params)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        let text = report.text();
+        write!(out, "{text}")?;
+        if !text.ends_with('\n') {
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+async fn terminate() -> std::io::Result<()> {
+    let mut sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    sig.recv().await;
+    Ok(())
+}

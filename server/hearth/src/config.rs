@@ -1,0 +1,194 @@
+//! Configuration of `hearth serve`: flags, each with an environment variable.
+//! Parsed and validated once in `main`; tests build it with [`Config::parse_from`]
+//! or [`Config::for_tests`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use hearth_core::Profile;
+use hearth_core::validate::Limits;
+use secrecy::SecretString;
+
+/// Algorithm of the JWT issuer's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JwtAlgorithm {
+    /// HMAC-SHA256 with a shared secret (`--jwt-secret`).
+    Hs256,
+    /// RSA-SHA256 with the issuer's public key (`--jwt-public-key`, PEM).
+    Rs256,
+    /// ECDSA P-256 with the issuer's public key (`--jwt-public-key`, PEM).
+    Es256,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Postgres connection URL. Its database is created if missing and migrated on start.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/hearth"
+    )]
+    pub database_url: String,
+
+    /// Address the HTTP API listens on.
+    #[arg(long, env = "HEARTH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Bearer token of the admin API (`/v1/admin/...`). Without it the admin API is off.
+    #[arg(long, env = "HEARTH_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<SecretString>,
+
+    /// JSON file with the hardware profiles (a list of profile objects). Default:
+    /// `cpu-small` (1 CPU, 1 GiB, no network) and `cpu-net` (2 CPUs, 4 GiB, network).
+    #[arg(long, env = "HEARTH_PROFILES")]
+    pub profiles: Option<PathBuf>,
+
+    /// Where the local runtime keeps its pods.
+    #[arg(long, env = "HEARTH_STATE_DIR", default_value = "/var/tmp/hearth")]
+    pub state_dir: PathBuf,
+
+    /// The agent binary started in every local pod. Default: `hearth-agent` next to `hearth`.
+    #[arg(long, env = "HEARTH_AGENT_BIN")]
+    pub agent_bin: Option<PathBuf>,
+
+    /// Directory of wheels that `deps.pip` installs may use offline.
+    #[arg(long, env = "HEARTH_WHEELHOUSE")]
+    pub wheelhouse: Option<PathBuf>,
+
+    /// Python interpreter used for dependency environments.
+    #[arg(long, env = "HEARTH_PYTHON", default_value = "python3")]
+    pub python: String,
+
+    /// JWT: algorithm of the configured issuer's key. Without a key, JWTs are refused.
+    #[arg(
+        long,
+        env = "HEARTH_JWT_ALGORITHM",
+        value_enum,
+        default_value = "hs256"
+    )]
+    pub jwt_algorithm: JwtAlgorithm,
+
+    /// JWT: shared secret for HS256.
+    #[arg(long, env = "HEARTH_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<SecretString>,
+
+    /// JWT: PEM file with the issuer's public key for RS256 or ES256.
+    #[arg(long, env = "HEARTH_JWT_PUBLIC_KEY")]
+    pub jwt_public_key: Option<PathBuf>,
+
+    /// JWT: required `iss` claim.
+    #[arg(long, env = "HEARTH_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// JWT: required `aud` claim.
+    #[arg(long, env = "HEARTH_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
+    /// JWT: claim holding the tenant id.
+    #[arg(long, env = "HEARTH_JWT_TENANT_CLAIM", default_value = "tenant")]
+    pub jwt_tenant_claim: String,
+
+    /// How many times a job may be given pods. A job whose pod is lost (crash,
+    /// restart) is re-queued while it has attempts left, else failed with `pod_lost`.
+    #[arg(long, env = "HEARTH_MAX_ATTEMPTS", default_value_t = 2)]
+    pub max_attempts: u32,
+
+    /// Largest request body in bytes.
+    #[arg(long, env = "HEARTH_MAX_BODY_BYTES", default_value_t = 8 << 20)]
+    pub max_body_bytes: usize,
+
+    /// Output bytes per stream (stdout, stderr) kept of a job; the rest is cut
+    /// and the truncation marked.
+    #[arg(long, env = "HEARTH_MAX_LOG_BYTES", default_value_t = 1 << 20)]
+    pub max_log_bytes: u64,
+
+    /// Output bytes per stream kept on the job object itself (full logs at `/logs`).
+    #[arg(long, env = "HEARTH_JOB_OUTPUT_BYTES", default_value_t = 64 << 10)]
+    pub job_output_bytes: usize,
+
+    /// Longest `wait` a submission may ask for, in seconds.
+    #[arg(long, env = "HEARTH_MAX_WAIT_S", default_value_t = 300)]
+    pub max_wait_s: u64,
+
+    /// Longest job timeout a submission may ask for, in seconds.
+    #[arg(long, env = "HEARTH_MAX_TIMEOUT_S", default_value_t = 3600)]
+    pub max_timeout_s: u32,
+
+    /// Seconds a pod may take to start before the start counts as failed.
+    #[arg(long, env = "HEARTH_POD_START_TIMEOUT_S", default_value_t = 30)]
+    pub pod_start_timeout_s: u64,
+
+    /// Postgres connections in the pool.
+    #[arg(long, env = "HEARTH_DB_CONNECTIONS", default_value_t = 32)]
+    pub db_connections: u32,
+
+    /// Log format.
+    #[arg(long, env = "HEARTH_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// A configuration with every default, for tests and tools.
+    pub fn for_tests(database_url: &str, state_dir: PathBuf) -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            config: Config,
+        }
+        let mut config = Wrap::parse_from(["hearth"]).config;
+        config.database_url = database_url.to_owned();
+        config.state_dir = state_dir;
+        config.listen = "127.0.0.1:0".parse().expect("valid address");
+        config
+    }
+
+    /// The submission limits this configuration implies.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_timeout_s: self.max_timeout_s,
+            ..Limits::default()
+        }
+    }
+
+    /// Loads the profiles: the file if configured, else the defaults.
+    pub fn load_profiles(&self) -> anyhow::Result<Vec<Profile>> {
+        let profiles: Vec<Profile> = match &self.profiles {
+            None => Profile::defaults(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?
+            }
+        };
+        let mut seen = std::collections::HashSet::new();
+        for p in &profiles {
+            anyhow::ensure!(
+                hearth_core::validate::is_name(&p.name, 64),
+                "profile name `{}` is not a valid name",
+                p.name
+            );
+            anyhow::ensure!(
+                seen.insert(&p.name),
+                "profile `{}` is defined twice",
+                p.name
+            );
+            anyhow::ensure!(
+                p.max_pods > 0,
+                "profile `{}`: max_pods must be positive",
+                p.name
+            );
+        }
+        anyhow::ensure!(!profiles.is_empty(), "no profiles configured");
+        Ok(profiles)
+    }
+}

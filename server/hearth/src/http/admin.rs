@@ -1,0 +1,273 @@
+//! The admin API (admin token): tenants and their API keys. `hearth tenant`
+//! does the same from the command line through [`create_tenant`] and friends.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use hearth_store::tenant::{ApiKeyRow, TenantRow};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{Admin, mint_key};
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::extract::{Json, Path};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_tenant_handler, list_tenants))
+        .routes(routes!(rename_tenant, delete_tenant))
+        .routes(routes!(create_key_handler, list_keys))
+        .routes(routes!(revoke_key))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantResponse {
+    pub tenant_id: Uuid,
+    pub name: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<TenantRow> for TenantResponse {
+    fn from(r: TenantRow) -> Self {
+        TenantResponse {
+            tenant_id: r.tenant_id,
+            name: r.name,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// A new tenant with its first API key, shown only this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedTenantResponse {
+    pub tenant_id: Uuid,
+    pub name: String,
+    pub api_key: String,
+    pub api_key_id: Uuid,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiKeyResponse {
+    pub api_key_id: Uuid,
+    pub tenant_id: Uuid,
+    pub name: String,
+    /// Visible part of the key (`hk_<prefix>_...`), to tell keys apart.
+    pub prefix: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+impl From<ApiKeyRow> for ApiKeyResponse {
+    fn from(r: ApiKeyRow) -> Self {
+        ApiKeyResponse {
+            api_key_id: r.api_key_id,
+            tenant_id: r.tenant_id,
+            name: r.name,
+            prefix: r.prefix,
+            created_at: r.created_at,
+            revoked_at: r.revoked_at,
+        }
+    }
+}
+
+/// A new API key, shown only this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedKeyResponse {
+    pub api_key_id: Uuid,
+    pub prefix: String,
+    pub api_key: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantRequest {
+    /// 1..=64 characters of `[A-Za-z0-9._:@/-]`, starting alphanumeric; unique.
+    pub name: String,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKeyRequest {
+    /// A label for the key (default `default`).
+    pub name: Option<String>,
+}
+
+fn check_name(field: &str, name: &str) -> ApiResult<()> {
+    if hearth_core::validate::is_name(name, 64) {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(vec![
+            hearth_core::validate::FieldError {
+                field: field.to_owned(),
+                message: "must be 1..=64 characters of [A-Za-z0-9._:@/-], starting alphanumeric"
+                    .to_owned(),
+            },
+        ]))
+    }
+}
+
+fn conflict(e: hearth_store::Error, what: &str) -> ApiError {
+    match e {
+        hearth_store::Error::Conflict(_) => ApiError::Conflict(format!("{what} already exists")),
+        e => e.into(),
+    }
+}
+
+/// Creates a tenant and its first API key in one transaction.
+pub async fn create_tenant(db: &PgPool, name: &str) -> ApiResult<CreatedTenantResponse> {
+    check_name("name", name)?;
+    let mut tx = db.begin().await?;
+    let tenant = hearth_store::tenant::create(&mut *tx, name)
+        .await
+        .map_err(|e| conflict(e, &format!("tenant `{name}`")))?;
+    let key = mint_key();
+    let row = hearth_store::tenant::create_key(
+        &mut *tx,
+        tenant.tenant_id,
+        "default",
+        &key.prefix,
+        &key.secret_hash,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(CreatedTenantResponse {
+        tenant_id: tenant.tenant_id,
+        name: tenant.name,
+        api_key: key.token,
+        api_key_id: row.api_key_id,
+    })
+}
+
+/// Mints another API key for a tenant.
+pub async fn create_key(db: &PgPool, tenant_id: Uuid, name: &str) -> ApiResult<CreatedKeyResponse> {
+    check_name("name", name)?;
+    hearth_store::tenant::get(db, tenant_id)
+        .await?
+        .ok_or(ApiError::NotFound("tenant"))?;
+    let key = mint_key();
+    let row = hearth_store::tenant::create_key(db, tenant_id, name, &key.prefix, &key.secret_hash)
+        .await?;
+    Ok(CreatedKeyResponse {
+        api_key_id: row.api_key_id,
+        prefix: row.prefix,
+        api_key: key.token,
+    })
+}
+
+/// Creates a tenant with its first API key (shown once).
+#[utoipa::path(post, path = "/v1/admin/tenants", tag = "admin", operation_id = "create_tenant",
+    request_body = TenantRequest,
+    responses((status = 201, body = CreatedTenantResponse), (status = 401, body = ErrorBody),
+              (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn create_tenant_handler(
+    State(state): State<AppState>,
+    _: Admin,
+    Json(req): Json<TenantRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedTenantResponse>)> {
+    Ok((
+        StatusCode::CREATED,
+        Json(create_tenant(&state.db, &req.name).await?),
+    ))
+}
+
+/// Every tenant.
+#[utoipa::path(get, path = "/v1/admin/tenants", tag = "admin", operation_id = "list_tenants",
+    responses((status = 200, body = Vec<TenantResponse>), (status = 401, body = ErrorBody)))]
+async fn list_tenants(
+    State(state): State<AppState>,
+    _: Admin,
+) -> ApiResult<Json<Vec<TenantResponse>>> {
+    let rows = hearth_store::tenant::list(&state.db).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Renames a tenant.
+#[utoipa::path(patch, path = "/v1/admin/tenants/{tenant_id}", tag = "admin", operation_id = "rename_tenant",
+    params(("tenant_id" = Uuid, Path)), request_body = TenantRequest,
+    responses((status = 200, body = TenantResponse), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn rename_tenant(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(tenant_id): Path<Uuid>,
+    Json(req): Json<TenantRequest>,
+) -> ApiResult<Json<TenantResponse>> {
+    check_name("name", &req.name)?;
+    let row = hearth_store::tenant::rename(&state.db, tenant_id, &req.name)
+        .await
+        .map_err(|e| conflict(e, &format!("tenant `{}`", req.name)))?
+        .ok_or(ApiError::NotFound("tenant"))?;
+    Ok(Json(row.into()))
+}
+
+/// Deletes a tenant with its keys, bundles and jobs.
+#[utoipa::path(delete, path = "/v1/admin/tenants/{tenant_id}", tag = "admin", operation_id = "delete_tenant",
+    params(("tenant_id" = Uuid, Path)),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody)))]
+async fn delete_tenant(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(tenant_id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    if !hearth_store::tenant::delete(&state.db, tenant_id).await? {
+        return Err(ApiError::NotFound("tenant"));
+    }
+    state.auth.forget_keys();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Mints an API key for a tenant (shown once).
+#[utoipa::path(post, path = "/v1/admin/tenants/{tenant_id}/keys", tag = "admin", operation_id = "create_key",
+    params(("tenant_id" = Uuid, Path)), request_body = CreateKeyRequest,
+    responses((status = 201, body = CreatedKeyResponse), (status = 404, body = ErrorBody)))]
+async fn create_key_handler(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(tenant_id): Path<Uuid>,
+    Json(req): Json<CreateKeyRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedKeyResponse>)> {
+    let name = req.name.unwrap_or_else(|| "default".to_owned());
+    Ok((
+        StatusCode::CREATED,
+        Json(create_key(&state.db, tenant_id, &name).await?),
+    ))
+}
+
+/// A tenant's API keys (never their secrets).
+#[utoipa::path(get, path = "/v1/admin/tenants/{tenant_id}/keys", tag = "admin", operation_id = "list_keys",
+    params(("tenant_id" = Uuid, Path)),
+    responses((status = 200, body = Vec<ApiKeyResponse>), (status = 404, body = ErrorBody)))]
+async fn list_keys(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(tenant_id): Path<Uuid>,
+) -> ApiResult<Json<Vec<ApiKeyResponse>>> {
+    hearth_store::tenant::get(&state.db, tenant_id)
+        .await?
+        .ok_or(ApiError::NotFound("tenant"))?;
+    let rows = hearth_store::tenant::list_keys(&state.db, tenant_id).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Revokes an API key; requests with it get 401 from then on.
+#[utoipa::path(delete, path = "/v1/admin/tenants/{tenant_id}/keys/{api_key_id}", tag = "admin", operation_id = "revoke_key",
+    params(("tenant_id" = Uuid, Path), ("api_key_id" = Uuid, Path)),
+    responses((status = 200, body = ApiKeyResponse), (status = 404, body = ErrorBody)))]
+async fn revoke_key(
+    State(state): State<AppState>,
+    _: Admin,
+    Path((tenant_id, api_key_id)): Path<(Uuid, Uuid)>,
+) -> ApiResult<Json<ApiKeyResponse>> {
+    let row = hearth_store::tenant::revoke_key(&state.db, tenant_id, api_key_id)
+        .await?
+        .ok_or(ApiError::NotFound("API key"))?;
+    state.auth.forget_keys();
+    Ok(Json(row.into()))
+}

@@ -1,0 +1,72 @@
+//! The HTTP API, one module per resource. Every handler is documented with
+//! `#[utoipa::path]` and registered through `utoipa-axum`, so the OpenAPI
+//! document cannot miss a route.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::app::AppState;
+
+pub mod admin;
+pub mod bundles;
+pub mod extract;
+pub mod health;
+pub mod jobs;
+pub mod profiles;
+
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(
+        title = "Hearth",
+        description = "Execution service for AI agents and RL trainers: tool calls, verifiers and rollouts on warm, isolated pods.",
+        license(name = "Apache-2.0"),
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    components(schemas(crate::error::ErrorBody)),
+    tags(
+        (name = "jobs", description = "Submit, watch, list and cancel jobs"),
+        (name = "bundles", description = "Upload code once, reference it by digest"),
+        (name = "profiles", description = "Hardware profiles and the runtime's isolation"),
+        (name = "admin", description = "Tenants and API keys (admin token)"),
+        (name = "health", description = "Liveness"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API key (`hk_...`), a JWT from the configured issuer, or for `/v1/admin` the admin token",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Every route with its documentation.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(jobs::router())
+        .merge(bundles::router())
+        .merge(profiles::router())
+        .merge(admin::router())
+        .merge(health::router())
+}
+
+/// The OpenAPI document, as `hearth openapi` prints it.
+pub fn openapi_json() -> String {
+    let (_, doc) = api().split_for_parts();
+    doc.to_pretty_json()
+        .expect("the OpenAPI document serializes")
+}

@@ -1,0 +1,19 @@
+//! Hearth: an HTTP/JSON service that runs AI agents' and RL trainers' short
+//! jobs (tool calls, verifiers, rollouts) on warm, isolated pods.
+//!
+//! Layout: [`config`] (flags and environment), [`app`] (state, router, serve),
+//! [`http`] (one module per resource), [`auth`] (API keys, JWTs, admin token),
+//! [`scheduler`] (pods for queued jobs, warm reuse), [`hub`] (live job events),
+//! [`error`] (the HTTP error table).
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod hub;
+pub mod scheduler;
+
+pub use app::{AppState, Running, start};
+pub use config::Config;

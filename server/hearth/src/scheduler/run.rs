@@ -1,0 +1,702 @@
+//! Running one job on the pods it was given: acquire (start cold pods), bind
+//! and run through each pod's agent, stream output to the hub, and record the
+//! end in the store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hearth_core::agent::{self, Frame, Outcome, Rank, Stream};
+use hearth_core::job::Code;
+use hearth_core::{Profile, State};
+use hearth_runtime::{Pod, PodSpec, client};
+use hearth_store::job::Finish;
+use time::OffsetDateTime;
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::{Owner, Placement, PodState, Queued, Scheduler};
+use crate::hub::JobEvent;
+
+/// Grace the agent gets past a job's timeout before the scheduler gives up on it.
+const AGENT_GRACE: Duration = Duration::from_secs(15);
+
+/// How a job's time on its pods ended.
+enum Ending {
+    /// The job was cancelled or taken elsewhere before it was assigned here.
+    NotAssigned,
+    /// The job reached a final state; `pods_ok` says whether its pods may stay warm.
+    Done { finish: Box<Finish>, pods_ok: bool },
+    /// A pod failed to start or vanished mid-job.
+    Lost(String),
+}
+
+/// The end of a job whose pods were lost for good.
+pub(super) fn lost(cancelled: bool, message: &str) -> Finish {
+    if cancelled {
+        return Finish {
+            state: State::Cancelled.as_str().to_owned(),
+            error_code: Some("cancelled".to_owned()),
+            error_message: Some("cancelled".to_owned()),
+            ..Finish::default()
+        };
+    }
+    Finish {
+        state: State::Failed.as_str().to_owned(),
+        error_code: Some("pod_lost".to_owned()),
+        error_message: Some(message.to_owned()),
+        ..Finish::default()
+    }
+}
+
+fn failed(code: &str, message: String) -> Finish {
+    Finish {
+        state: State::Failed.as_str().to_owned(),
+        error_code: Some(code.to_owned()),
+        error_message: Some(message),
+        ..Finish::default()
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A stream's output: a head kept on the job row and a longer, bounded copy.
+#[derive(Default)]
+struct Log {
+    head: String,
+    full: String,
+    head_cut: bool,
+    full_cut: bool,
+}
+
+/// Postgres `text` cannot hold NUL; a job printing one must not be able to
+/// keep its own end from being stored.
+fn storable(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}").into()
+    } else {
+        text.into()
+    }
+}
+
+impl Log {
+    fn push(&mut self, line: &str, head_max: usize, full_max: usize) {
+        let line = &*storable(line);
+        for (buf, max, cut) in [
+            (&mut self.head, head_max, &mut self.head_cut),
+            (&mut self.full, full_max, &mut self.full_cut),
+        ] {
+            if *cut {
+                continue;
+            }
+            if buf.len() + line.len() + 1 > max {
+                *cut = true;
+            } else {
+                buf.push_str(line);
+                buf.push('\n');
+            }
+        }
+    }
+}
+
+/// Stores the end of a job (with its full logs in the same transaction).
+async fn store_end(
+    db: &sqlx::PgPool,
+    job_id: uuid::Uuid,
+    finish: &Finish,
+) -> Result<Option<hearth_store::job::JobRow>, hearth_store::Error> {
+    let mut conn = db.acquire().await?;
+    if finish.full_logs.is_none() {
+        return hearth_store::job::finish(&mut conn, job_id, finish).await;
+    }
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let row = hearth_store::job::finish(&mut tx, job_id, finish).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// Frames of every rank, as they come.
+type RankFrame = (u32, Result<Frame, hearth_runtime::Error>);
+
+impl Scheduler {
+    pub(super) async fn run_job(self, job: Queued, placement: Option<Placement>) {
+        let job_id = job.job_id;
+        let Some(placement) = placement else {
+            let f = failed(
+                "unknown_profile",
+                format!("profile `{}` is no longer configured", job.spec.profile),
+            );
+            self.record_end(&job, f).await;
+            self.pools().running.remove(&job_id);
+            return;
+        };
+        let cancel = self
+            .pools()
+            .running
+            .get(&job_id)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Notify::new()));
+        let ending = self.execute(&job, &placement, &cancel).await;
+        let owner = Owner {
+            tenant_id: job.tenant_id,
+            caller: job.spec.caller.clone(),
+        };
+        match ending {
+            Ending::NotAssigned => {
+                self.release(&placement, &owner, true);
+                // Cancelled elsewhere: tell watchers the final state.
+                if let Ok(Some(row)) =
+                    hearth_store::job::get(&self.inner.db, job.tenant_id, job_id).await
+                    && State::parse(&row.state).is_some_and(State::is_terminal)
+                {
+                    self.inner.hub.done(row);
+                }
+            }
+            Ending::Done { finish, pods_ok } => {
+                self.release(&placement, &owner, pods_ok);
+                self.record_end(&job, *finish).await;
+            }
+            Ending::Lost(reason) => {
+                tracing::warn!(%job_id, %reason, "pod lost");
+                self.release(&placement, &owner, false);
+                let max = self.inner.settings.max_attempts as i32;
+                match hearth_store::job::requeue(&self.inner.relaxed, job_id, max).await {
+                    Ok(true) => {
+                        self.inner
+                            .hub
+                            .publish(job_id, JobEvent::State(State::Queued));
+                        self.pools().running.remove(&job_id);
+                        self.pools().enqueue(job);
+                        self.inner.wake.notify_one();
+                        return;
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::error!(%job_id, error = %e, "re-queueing failed"),
+                }
+                let cancelled = matches!(
+                    hearth_store::job::get(&self.inner.db, job.tenant_id, job_id).await,
+                    Ok(Some(row)) if row.cancel_requested
+                );
+                self.record_end(&job, lost(cancelled, &reason)).await;
+            }
+        }
+        self.pools().running.remove(&job_id);
+        self.inner.wake.notify_one();
+    }
+
+    /// Puts a job's pods back: warm for its owner when they are sound, else
+    /// stopped. Cold pods that were never started are dropped.
+    fn release(&self, placement: &Placement, owner: &Owner, sound: bool) {
+        let mut stop = Vec::new();
+        {
+            let mut pools = self.pools();
+            for id in &placement.pods {
+                let Some(slot) = pools.slots.get_mut(id) else {
+                    continue;
+                };
+                if slot.pod.is_none() {
+                    pools.slots.remove(id);
+                } else if sound {
+                    slot.state = PodState::Warm {
+                        owner: owner.clone(),
+                        since: Instant::now(),
+                    };
+                } else {
+                    slot.state = PodState::Stopping;
+                    stop.push(id.clone());
+                }
+            }
+        }
+        for id in stop {
+            self.stop_pod(id);
+        }
+    }
+
+    async fn record_end(&self, job: &Queued, finish: Finish) {
+        let db = &self.inner.db;
+        let mut finish = finish;
+        let mut attempt = 0;
+        let row = loop {
+            attempt += 1;
+            match store_end(db, job.job_id, &finish).await {
+                Ok(Some(row)) => break Some(row),
+                // Already final (cancelled while queued): report what is stored.
+                Ok(None) => {
+                    break hearth_store::job::get(db, job.tenant_id, job.job_id)
+                        .await
+                        .ok()
+                        .flatten();
+                }
+                Err(e) if attempt < 4 => {
+                    tracing::warn!(job_id = %job.job_id, error = %e, attempt, "recording the end of a job failed; retrying");
+                    if attempt == 2 {
+                        // Whatever the job produced may be what the database
+                        // refuses: keep the verdict, drop the payload.
+                        finish = Finish {
+                            state: State::Failed.as_str().to_owned(),
+                            exit_code: finish.exit_code,
+                            error_code: Some("result_unstorable".to_owned()),
+                            error_message: Some("the job's result could not be stored".to_owned()),
+                            run_ms: finish.run_ms,
+                            ..Finish::default()
+                        };
+                    }
+                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                }
+                Err(e) => {
+                    // The job stays unfinished in the store; the next leader
+                    // re-queues or fails it. Nothing accepted is lost.
+                    tracing::error!(job_id = %job.job_id, error = %e, "recording the end of a job failed");
+                    break None;
+                }
+            }
+        };
+        if let Some(row) = row {
+            tracing::info!(job_id = %job.job_id, state = %row.state, "job finished");
+            self.inner.hub.done(row);
+        }
+    }
+
+    async fn execute(&self, job: &Queued, placement: &Placement, cancel: &Notify) -> Ending {
+        let db = &self.inner.db;
+        let spec = &job.spec;
+        let queued_ms =
+            ((OffsetDateTime::now_utc() - job.accepted_at).as_seconds_f64() * 1000.0).max(0.0);
+        match hearth_store::job::assign(
+            &self.inner.relaxed,
+            job.job_id,
+            placement.source.as_str(),
+            &placement.pods,
+            queued_ms,
+        )
+        .await
+        {
+            Ok(true) => {}
+            Ok(false) => return Ending::NotAssigned,
+            Err(e) => return Ending::Lost(format!("recording the assignment failed: {e}")),
+        }
+        self.inner
+            .hub
+            .publish(job.job_id, JobEvent::State(State::Assigned));
+
+        let files = match &spec.code {
+            Code::Files(files) => files.clone(),
+            Code::Bundle(digest) => {
+                match hearth_store::bundle::files(db, job.tenant_id, digest).await {
+                    Ok(Some(v)) => match serde_json::from_value::<BTreeMap<String, String>>(v) {
+                        Ok(files) => files,
+                        Err(e) => {
+                            return Ending::Done {
+                                finish: Box::new(failed(
+                                    "unknown_bundle",
+                                    format!("bundle unreadable: {e}"),
+                                )),
+                                pods_ok: true,
+                            };
+                        }
+                    },
+                    Ok(None) => {
+                        return Ending::Done {
+                            finish: Box::new(failed(
+                                "unknown_bundle",
+                                format!("bundle {digest} not found"),
+                            )),
+                            pods_ok: true,
+                        };
+                    }
+                    Err(e) => return Ending::Lost(format!("loading the bundle failed: {e}")),
+                }
+            }
+        };
+
+        let acquire_start = Instant::now();
+        let pods = tokio::select! {
+            pods = self.acquire(job, placement) => match pods {
+                Ok(pods) => pods,
+                Err(reason) => return Ending::Lost(reason),
+            },
+            () = cancel.notified() => {
+                return Ending::Done { finish: Box::new(cancelled(None, None)), pods_ok: true };
+            }
+        };
+        let acquire_ms = ms(acquire_start.elapsed());
+        self.exchange(job, &pods, files, acquire_ms, cancel).await
+    }
+
+    /// Starts the placement's cold pods (all together), and returns every
+    /// pod in rank order.
+    async fn acquire(&self, job: &Queued, placement: &Placement) -> Result<Vec<Pod>, String> {
+        let profile: &Profile = &self.inner.profiles[&job.spec.profile];
+        let starts = placement
+            .pods
+            .iter()
+            .zip(&placement.cold)
+            .map(|(id, &cold)| {
+                let runtime = self.inner.runtime.clone();
+                let known = self.pools().slots.get(id).and_then(|s| s.pod.clone());
+                let spec = PodSpec {
+                    pod_id: id.clone(),
+                    profile: profile.clone(),
+                    gpu_devices: Vec::new(),
+                    labels: BTreeMap::from([
+                        ("tenant".to_owned(), job.tenant_id.to_string()),
+                        ("profile".to_owned(), profile.name.clone()),
+                    ]),
+                };
+                let timeout = self.inner.settings.pod_start_timeout;
+                async move {
+                    match (cold, known) {
+                        (false, Some(pod)) => Ok(pod),
+                        (false, None) => Err(format!("warm pod {} has no address", spec.pod_id)),
+                        (true, _) => {
+                            match tokio::time::timeout(timeout, runtime.start_pod(spec)).await {
+                                Ok(Ok(pod)) => Ok(pod),
+                                Ok(Err(e)) => Err(e.to_string()),
+                                Err(_) => Err(format!("pod start took longer than {timeout:?}")),
+                            }
+                        }
+                    }
+                }
+            });
+        let results = futures::future::join_all(starts).await;
+        let mut pods = Vec::with_capacity(results.len());
+        let mut error = None;
+        {
+            let mut pools = self.pools();
+            for (id, result) in placement.pods.iter().zip(results) {
+                match result {
+                    Ok(pod) => {
+                        if let Some(slot) = pools.slots.get_mut(id) {
+                            slot.pod = Some(pod.clone());
+                        }
+                        pods.push(pod);
+                    }
+                    Err(e) => error = Some(format!("pod {id}: {e}")),
+                }
+            }
+        }
+        // A gang starts whole or not at all; started pods are stopped by the
+        // caller through `release`.
+        match error {
+            Some(e) => Err(e),
+            None => Ok(pods),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        job: &Queued,
+        pods: &[Pod],
+        files: BTreeMap<String, String>,
+        acquire_ms: f64,
+        cancel: &Notify,
+    ) -> Ending {
+        let spec = &job.spec;
+        let settings = &self.inner.settings;
+        let world = pods.len() as u32;
+        let topology = topology(spec.topology.is_some(), pods);
+        let (frames_tx, mut frames) = mpsc::channel::<RankFrame>(256);
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        for (rank, pod) in pods.iter().enumerate() {
+            let run = agent::Run {
+                job_id: job.job_id.to_string(),
+                files: files.clone(),
+                command: spec.command.clone(),
+                deps: spec.deps.clone(),
+                input: spec.input.clone(),
+                env: spec.env.clone(),
+                timeout_ms: u64::from(spec.timeout_s) * 1000,
+                topology: topology.as_ref().map(|t| t[rank].clone()),
+                max_log_bytes: settings.max_log_bytes,
+            };
+            tokio::spawn(relay(
+                rank as u32,
+                pod.address.clone(),
+                run,
+                frames_tx.clone(),
+                cancel_rx.clone(),
+            ));
+        }
+        drop(frames_tx);
+
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_secs(spec.timeout_s.into()) + AGENT_GRACE;
+        let head_max = settings.job_output_bytes;
+        let full_max = settings.max_log_bytes as usize;
+        let (mut out, mut err) = (Log::default(), Log::default());
+        let (mut truncated_out, mut truncated_err) = (false, false);
+        let mut bound = 0u32;
+        let mut bind_ms = 0f64;
+        let mut exits: Vec<Option<Frame>> = vec![None; pods.len()];
+        let mut agent_error: Option<(String, String, String)> = None;
+        let mut was_cancelled = false;
+        let mut lost_reason: Option<String> = None;
+        let stop_all = |why: &str, tx: &watch::Sender<bool>| {
+            tracing::debug!(job_id = %job.job_id, why, "stopping all ranks");
+            let _ = tx.send(true);
+        };
+
+        loop {
+            tokio::select! {
+                next = frames.recv() => {
+                    let Some((rank, frame)) = next else { break };
+                    let frame = match frame {
+                        Ok(f) => f,
+                        Err(e) => {
+                            lost_reason.get_or_insert_with(|| format!("rank {rank}: {e}"));
+                            stop_all("a rank was lost", &cancel_tx);
+                            continue;
+                        }
+                    };
+                    match frame {
+                        Frame::Bound { bind_ms: b, .. } => {
+                            bound += 1;
+                            bind_ms = bind_ms.max(b);
+                            if bound == world {
+                                match hearth_store::job::start(&self.inner.relaxed, job.job_id, acquire_ms, bind_ms).await {
+                                    Ok(_) => self.inner.hub.publish(job.job_id, JobEvent::State(State::Running)),
+                                    Err(e) => tracing::error!(job_id = %job.job_id, error = %e, "recording the start failed"),
+                                }
+                            }
+                        }
+                        Frame::Line { stream, line } => {
+                            let shown = if world > 1 && rank > 0 { format!("[rank {rank}] {line}") } else { line.clone() };
+                            match stream {
+                                Stream::Stdout => out.push(&shown, head_max, full_max),
+                                Stream::Stderr => err.push(&shown, head_max, full_max),
+                            }
+                            self.inner.hub.publish(job.job_id, JobEvent::Line { stream, rank, line });
+                        }
+                        Frame::Truncated { stream: Stream::Stdout } => truncated_out = true,
+                        Frame::Truncated { stream: Stream::Stderr } => truncated_err = true,
+                        Frame::Error { code, message, log } => {
+                            agent_error.get_or_insert((code, message, log));
+                            stop_all("a rank failed to bind", &cancel_tx);
+                        }
+                        f @ Frame::Exit { .. } => {
+                            let failed_rank = !matches!(f, Frame::Exit { outcome: Outcome::Exited, exit_code: Some(0), .. });
+                            exits[rank as usize] = Some(f);
+                            if failed_rank && world > 1 {
+                                stop_all("a rank failed", &cancel_tx);
+                            }
+                        }
+                        Frame::Pong { .. } | Frame::Wiped => {}
+                    }
+                }
+                () = cancel.notified(), if !was_cancelled => {
+                    was_cancelled = true;
+                    stop_all("cancelled", &cancel_tx);
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    lost_reason.get_or_insert_with(|| "the agent did not end the job within its timeout".to_owned());
+                    break;
+                }
+            }
+        }
+
+        if let Some(reason) = lost_reason {
+            if was_cancelled {
+                return Ending::Done {
+                    finish: Box::new(cancelled(Some(acquire_ms), Some(bind_ms))),
+                    pods_ok: false,
+                };
+            }
+            return Ending::Lost(reason);
+        }
+
+        let full_logs =
+            (out.head_cut || err.head_cut).then(|| (out.full.clone(), err.full.clone()));
+        let mut finish = Finish {
+            stdout_truncated: truncated_out || out.head_cut,
+            stderr_truncated: truncated_err || err.head_cut,
+            stdout: out.head,
+            stderr: err.head,
+            full_logs,
+            acquire_ms: Some(acquire_ms),
+            bind_ms: Some(bind_ms),
+            ..Finish::default()
+        };
+        if let Some((code, message, log)) = agent_error {
+            if !log.is_empty() {
+                finish.stderr.push_str(&storable(&log));
+            }
+            finish.state = State::Failed.as_str().to_owned();
+            finish.error_code = Some(storable(&code).into_owned());
+            finish.error_message = Some(storable(&message).into_owned());
+            return Ending::Done {
+                finish: Box::new(finish),
+                pods_ok: true,
+            };
+        }
+
+        let mut run_ms = 0f64;
+        let mut state = State::Succeeded;
+        for exit in exits.iter().flatten() {
+            if let Frame::Exit {
+                outcome,
+                exit_code,
+                run_ms: r,
+                ..
+            } = exit
+            {
+                run_ms = run_ms.max(*r);
+                let rank_state = match outcome {
+                    Outcome::TimedOut => State::TimedOut,
+                    Outcome::Cancelled => State::Cancelled,
+                    Outcome::Exited if *exit_code == Some(0) => State::Succeeded,
+                    Outcome::Exited => State::Failed,
+                };
+                // The most telling end wins: timeout, then failure, then cancel.
+                state = match (state, rank_state) {
+                    (State::TimedOut, _) | (_, State::TimedOut) => State::TimedOut,
+                    (State::Failed, _) | (_, State::Failed) if !was_cancelled => State::Failed,
+                    (_, State::Cancelled) | (State::Cancelled, _) => State::Cancelled,
+                    (s, _) => s,
+                };
+                if finish.exit_code.is_none()
+                    || exit_code.is_some_and(|c| c != 0) && finish.exit_code == Some(0)
+                {
+                    finish.exit_code = *exit_code;
+                }
+            }
+        }
+        if was_cancelled {
+            state = State::Cancelled;
+        }
+        finish.run_ms = Some(run_ms);
+        if let Some(Frame::Exit {
+            output,
+            output_error,
+            ..
+        }) = &exits[0]
+        {
+            let nul = output.as_ref().is_some_and(hearth_core::validate::has_nul);
+            let output_error = match output_error {
+                Some(e) => Some(e.clone()),
+                None if nul => Some("strings may not contain NUL (\\u0000)".to_owned()),
+                None => None,
+            };
+            if !nul {
+                finish.output.clone_from(output);
+            }
+            if let (State::Succeeded, Some(e)) = (state, output_error) {
+                state = State::Failed;
+                finish.error_code = Some("invalid_output".to_owned());
+                finish.error_message =
+                    Some(format!("${} is not valid JSON: {e}", agent::OUTPUT_ENV));
+            }
+        }
+        match state {
+            State::TimedOut => {
+                finish.error_code = Some("timed_out".to_owned());
+                finish.error_message = Some(format!(
+                    "the job ran past its timeout of {} s",
+                    spec.timeout_s
+                ));
+            }
+            State::Cancelled => {
+                finish.error_code = Some("cancelled".to_owned());
+                finish.error_message = Some("cancelled while running".to_owned());
+            }
+            State::Failed if finish.error_code.is_none() => {
+                finish.error_code = Some("nonzero_exit".to_owned());
+                finish.error_message = Some(format!(
+                    "the command exited with code {:?}",
+                    finish.exit_code
+                ));
+            }
+            _ => {}
+        }
+        finish.state = state.as_str().to_owned();
+        Ending::Done {
+            finish: Box::new(finish),
+            pods_ok: true,
+        }
+    }
+}
+
+fn cancelled(acquire_ms: Option<f64>, bind_ms: Option<f64>) -> Finish {
+    Finish {
+        state: State::Cancelled.as_str().to_owned(),
+        error_code: Some("cancelled".to_owned()),
+        error_message: Some("cancelled while running".to_owned()),
+        acquire_ms,
+        bind_ms,
+        ..Finish::default()
+    }
+}
+
+/// Topology of a gang: each rank gets a port on its pod's peer host, rank 0's
+/// is the master. Ports are taken free on this host, which is where local
+/// pods' peers live; Kubernetes pods have their own network namespace, where
+/// any port is free.
+fn topology(gang: bool, pods: &[Pod]) -> Option<Vec<Rank>> {
+    if !gang {
+        return None;
+    }
+    let ports: Vec<u16> = pods
+        .iter()
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_or(29500, |a| a.port())
+        })
+        .collect();
+    let peers: Vec<String> = pods
+        .iter()
+        .zip(&ports)
+        .map(|(p, port)| format!("{}:{port}", p.peer_host))
+        .collect();
+    Some(
+        (0..pods.len())
+            .map(|rank| Rank {
+                rank: rank as u32,
+                world_size: pods.len() as u32,
+                peers: peers.clone(),
+                master_addr: pods[0].peer_host.clone(),
+                master_port: ports[0],
+            })
+            .collect(),
+    )
+}
+
+/// Runs one rank: opens the exchange, forwards its frames, and passes a cancel
+/// on. Ends after the final frame.
+async fn relay(
+    rank: u32,
+    address: String,
+    run: agent::Run,
+    frames: mpsc::Sender<RankFrame>,
+    mut cancel: watch::Receiver<bool>,
+) {
+    let mut exchange = match client::run(&address, run).await {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = frames.send((rank, Err(e))).await;
+            return;
+        }
+    };
+    let mut cancel_sent = false;
+    loop {
+        tokio::select! {
+            frame = exchange.next() => {
+                let last = frame.as_ref().map_or(true, Frame::is_final);
+                if frames.send((rank, frame)).await.is_err() || last {
+                    return;
+                }
+            }
+            changed = cancel.changed(), if !cancel_sent => {
+                if changed.is_ok() && *cancel.borrow() {
+                    cancel_sent = true;
+                    if let Err(e) = exchange.cancel().await {
+                        let _ = frames.send((rank, Err(e))).await;
+                        return;
+                    }
+                } else if changed.is_err() {
+                    cancel_sent = true;
+                }
+            }
+        }
+    }
+}

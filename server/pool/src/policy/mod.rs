@@ -1,0 +1,801 @@
+//! The pool policy: a pure state machine over events and a clock.
+//!
+//! One [`Pool`] per hardware profile. The driver (the live scheduler, or the
+//! simulator) feeds it [`Event`]s stamped with an [`Instant`](crate::Instant) through
+//! [`Pool::handle`] and carries out the [`Decision`]s it pushes: start a pod,
+//! promote a standby pod, assign a job to a pod, reset or release a pod, and
+//! notes of the budget. Every decision carries a [`Reason`], structured for
+//! the API and readable through `Display`.
+//!
+//! The protocol, from the driver's side:
+//!
+//! * `JobQueued` when a job is accepted. The policy answers with `Assign` at
+//!   once (warm, or standby after a `Promote`), or with `StartPod` and later,
+//!   on that pod's `PodReady`, with `Assign` (cold). A job it cannot place
+//!   waits in its queue (priority, then FIFO) until capacity frees.
+//! * `Assign` means: this pod is the job's and is ready; bind and run. For a
+//!   gang (several pods), all of the job's `Assign`s come together.
+//! * `JobFinished` when a job ends for any reason, including cancellation
+//!   before it started.
+//! * `PodReady` when a started pod's agent is up; `PodGone` when a pod no
+//!   longer exists, whether the policy released it or the runtime lost it.
+//!   A released pod keeps its GPUs in the books until `PodGone`, so nothing
+//!   is ever over-committed while pods drain.
+//! * `Tick` whenever the driver likes; it must at least call at
+//!   [`Pool::next_wakeup`] so keep-alives expire and the budget follows
+//!   falling demand.
+//!
+//! This module may not do I/O or read a clock; it owns no runtime handles.
+//! Pod ids are allocated here so the driver can map them to runtime pods.
+
+mod gpu;
+mod pool;
+mod stats;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use hearth_core::Source;
+pub use pool::Pool;
+
+macro_rules! id {
+    ($(#[$doc:meta])* $name:ident, $label:literal) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub u64);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($label, " {}"), self.0)
+            }
+        }
+    };
+}
+
+id!(
+    /// A job, numbered by the driver (the scheduler maps its UUIDs).
+    JobId,
+    "job"
+);
+id!(
+    /// A pod, numbered by the policy when it decides to start one.
+    PodId,
+    "pod"
+);
+id!(
+    /// A caller (one loop of one tenant), numbered by the driver; unique
+    /// across tenants. Warm reuse is keyed by it.
+    CallerId,
+    "caller"
+);
+id!(
+    /// A tenant, numbered by the driver.
+    TenantId,
+    "tenant"
+);
+
+/// An amount of GPU, in shares of one GPU (a GPU has
+/// [`Config::shares_per_gpu`] shares). A pod's size is either a share of one
+/// GPU (fewer shares than a GPU) or whole GPUs (a multiple).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Shares(pub u32);
+
+impl Shares {
+    /// The amount in GPUs.
+    pub fn gpus(self, shares_per_gpu: u32) -> f64 {
+        f64::from(self.0) / f64::from(shares_per_gpu.max(1))
+    }
+
+    /// `gpus` GPUs in shares, if it is a whole number of shares.
+    pub fn from_gpus(gpus: f64, shares_per_gpu: u32) -> Option<Shares> {
+        let shares = gpus * f64::from(shares_per_gpu);
+        let rounded = shares.round();
+        let fits = gpus.is_finite()
+            && gpus >= 0.0
+            && (shares - rounded).abs() < 1e-6
+            && rounded <= f64::from(u32::MAX);
+        fits.then_some(Shares(rounded as u32))
+    }
+
+    /// Whether a pod of this size can be placed: a share of one GPU, or whole
+    /// GPUs.
+    pub fn is_pod_size(self, shares_per_gpu: u32) -> bool {
+        self.0 < shares_per_gpu || self.0.is_multiple_of(shares_per_gpu)
+    }
+}
+
+/// The named policies, for comparison. Only [`Kind::Firepool`] uses every
+/// mechanism; the others are the baselines it is measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `fresh`: a new pod per job, released when the job ends.
+    Fresh,
+    /// `always-on[:<pods>]`: a fixed pool of pods, started up front and never
+    /// released; a pod idle for one caller is reset for another only when no
+    /// free pod is left. Without a size, [`Config::max_pods`].
+    AlwaysOn { size: Option<u32> },
+    /// `keepalive:<seconds>`: warm reuse with a fixed keep-alive, no standby,
+    /// no budget.
+    KeepAlive { keep_alive: Duration },
+    /// `firepool`: caller affinity, standby, budgets and keep-alive matched
+    /// to each caller's pauses.
+    Firepool,
+}
+
+impl Kind {
+    /// The policies `simulate --compare` runs by default.
+    pub fn comparison_set() -> Vec<Kind> {
+        vec![
+            Kind::Fresh,
+            Kind::AlwaysOn { size: None },
+            Kind::KeepAlive {
+                keep_alive: Duration::from_secs(60),
+            },
+            Kind::Firepool,
+        ]
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kind::Fresh => f.write_str("fresh"),
+            Kind::AlwaysOn { size: None } => f.write_str("always-on"),
+            Kind::AlwaysOn { size: Some(n) } => write!(f, "always-on:{n}"),
+            Kind::KeepAlive { keep_alive } => {
+                let ms = crate::time::millis(*keep_alive);
+                if ms.is_multiple_of(1000) {
+                    write!(f, "keepalive:{}", ms / 1000)
+                } else {
+                    write!(f, "keepalive:{}", ms as f64 / 1000.0)
+                }
+            }
+            Kind::Firepool => f.write_str("firepool"),
+        }
+    }
+}
+
+impl FromStr for Kind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Kind, Error> {
+        let unknown = || Error::UnknownPolicy(s.to_owned());
+        let (name, arg) = match s.split_once(':') {
+            Some((name, arg)) => (name, Some(arg)),
+            None => (s, None),
+        };
+        match (name, arg) {
+            ("fresh", None) => Ok(Kind::Fresh),
+            ("firepool", None) => Ok(Kind::Firepool),
+            ("always-on", None) => Ok(Kind::AlwaysOn { size: None }),
+            ("always-on", Some(n)) => match n.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(Kind::AlwaysOn { size: Some(n) }),
+                _ => Err(unknown()),
+            },
+            ("keepalive", Some(secs)) => match secs.parse::<f64>() {
+                Ok(secs) if (0.0..1e9).contains(&secs) => Ok(Kind::KeepAlive {
+                    keep_alive: Duration::from_millis((secs * 1000.0).round() as u64),
+                }),
+                _ => Err(unknown()),
+            },
+            _ => Err(unknown()),
+        }
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A floor and a ceiling, in shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounds {
+    pub floor: Shares,
+    pub ceiling: Shares,
+}
+
+impl Bounds {
+    /// No floor, no ceiling.
+    pub const UNBOUNDED: Bounds = Bounds {
+        floor: Shares(0),
+        ceiling: Shares(u32::MAX),
+    };
+
+    fn clamp(self, shares: f64) -> Shares {
+        let lo = f64::from(self.floor.0);
+        let hi = f64::from(self.ceiling.0.max(self.floor.0));
+        Shares(shares.ceil().clamp(lo, hi) as u32)
+    }
+}
+
+/// Configuration of one pool (one hardware profile).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Physical GPUs in the pool's inventory.
+    pub gpus: u32,
+    /// Shares each GPU divides into; the smallest allocation is one share.
+    pub shares_per_gpu: u32,
+    /// A pod's size when a job does not ask for another: whole GPUs (a
+    /// multiple of `shares_per_gpu`) or a share of one GPU (fewer). Zero for
+    /// CPU profiles, whose pods hold no GPU and which budgets do not limit.
+    pub pod_shares: Shares,
+    /// Most pods alive at once, draining ones included.
+    pub max_pods: u32,
+    pub standby: StandbyConfig,
+    pub budget: BudgetConfig,
+    pub keep_alive: KeepAliveConfig,
+    /// How long a pod is expected to take to start, until starts are observed.
+    pub start_estimate: Duration,
+    /// How often budget and standby target are reviewed while idle pods are
+    /// held (the driver learns it through [`Pool::next_wakeup`]).
+    pub review_every: Duration,
+    /// A caller with no pods and no jobs for this long is forgotten, pause
+    /// history included, so memory follows live callers.
+    pub caller_ttl: Duration,
+}
+
+/// Standby pods: started, unbound, zero VRAM, one small GPU share each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StandbyConfig {
+    /// The target never falls below this many pods.
+    pub min: u32,
+    /// Nor rises above this many.
+    pub max: u32,
+    /// What one standby pod holds.
+    pub shares: Shares,
+    /// Between `min` and `max`, the target is the largest number of handovers
+    /// (jobs that found no warm pod) seen within one pod start time, over this
+    /// horizon: enough standby to absorb a repeat of the recent worst burst
+    /// while replacements start.
+    pub horizon: Duration,
+}
+
+/// The budget on GPUs held by warm plus standby pods.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Bounds of the pool's budget.
+    pub pool: Bounds,
+    /// Bounds of each tenant's budget for its warm pods, unless `tenants`
+    /// says otherwise. A tenant's budget is its share of the pool's budget
+    /// (after standby) in proportion to its demand, within these bounds; a
+    /// tenant at its floor is spared when the pool is over budget.
+    pub tenant: Bounds,
+    pub tenants: BTreeMap<TenantId, Bounds>,
+    /// Demand is queued pods plus the pods expected to arrive within this
+    /// horizon at the recent arrival rate. Keep it at least as long as the
+    /// keep-alives in use: a caller with one job per horizon then still
+    /// counts for one pod.
+    pub horizon: Duration,
+    /// Time constant of the exponentially weighted arrival rate.
+    pub rate_window: Duration,
+}
+
+/// Keep-alive matched to each caller's pauses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeepAliveConfig {
+    /// For callers with fewer than `min_samples` observed pauses.
+    pub default: Duration,
+    pub min: Duration,
+    pub max: Duration,
+    /// Which percentile of the caller's recent pauses, in (0, 1].
+    pub percentile: f64,
+    /// Added to the percentile.
+    pub margin: Duration,
+    /// Pauses remembered per caller (most recent), at most 256.
+    pub history: u32,
+    pub min_samples: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            gpus: 8,
+            shares_per_gpu: 8,
+            pod_shares: Shares(8),
+            max_pods: 64,
+            standby: StandbyConfig::default(),
+            budget: BudgetConfig::default(),
+            keep_alive: KeepAliveConfig::default(),
+            start_estimate: Duration::from_secs(30),
+            review_every: Duration::from_secs(1),
+            caller_ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl Default for StandbyConfig {
+    fn default() -> StandbyConfig {
+        StandbyConfig {
+            min: 2,
+            max: 64,
+            shares: Shares(1),
+            horizon: Duration::from_secs(120),
+        }
+    }
+}
+
+impl Default for BudgetConfig {
+    fn default() -> BudgetConfig {
+        BudgetConfig {
+            pool: Bounds::UNBOUNDED,
+            tenant: Bounds::UNBOUNDED,
+            tenants: BTreeMap::new(),
+            horizon: Duration::from_secs(120),
+            rate_window: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Default for KeepAliveConfig {
+    fn default() -> KeepAliveConfig {
+        KeepAliveConfig {
+            default: Duration::from_secs(120),
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(600),
+            percentile: 0.9,
+            margin: Duration::from_secs(2),
+            history: 32,
+            min_samples: 4,
+        }
+    }
+}
+
+impl Config {
+    /// A pool of `gpus` GPUs for `profile`: pod size, pod limit and default
+    /// keep-alive come from the profile.
+    pub fn for_profile(profile: &hearth_core::Profile, gpus: u32) -> Config {
+        let base = Config::default();
+        Config {
+            gpus,
+            pod_shares: Shares(profile.gpus.saturating_mul(base.shares_per_gpu)),
+            max_pods: profile.max_pods,
+            keep_alive: KeepAliveConfig {
+                default: Duration::from_secs(u64::from(profile.keep_alive_s)),
+                ..base.keep_alive.clone()
+            },
+            ..base
+        }
+    }
+
+    /// Checks the configuration is self-consistent.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::Config(m.to_owned()));
+        let ka = &self.keep_alive;
+        if self.shares_per_gpu == 0 {
+            return bad("shares_per_gpu must be at least 1");
+        }
+        if !self.pod_shares.is_pod_size(self.shares_per_gpu) {
+            return bad("pod_shares must be whole GPUs or a share of one GPU");
+        }
+        if self.standby.shares.0 > self.shares_per_gpu {
+            return bad("a standby pod holds at most one GPU");
+        }
+        if self.standby.min > self.standby.max {
+            return bad("standby.min exceeds standby.max");
+        }
+        if !(ka.percentile > 0.0 && ka.percentile <= 1.0) {
+            return bad("keep_alive.percentile must be in (0, 1]");
+        }
+        if ka.min > ka.max {
+            return bad("keep_alive.min exceeds keep_alive.max");
+        }
+        if ka.history == 0 || ka.history > 256 {
+            return bad("keep_alive.history must be 1..=256");
+        }
+        if ka.min_samples == 0 || ka.min_samples > ka.history {
+            return bad("keep_alive.min_samples must be 1..=history");
+        }
+        let b = &self.budget;
+        for bounds in std::iter::once(&b.pool)
+            .chain(std::iter::once(&b.tenant))
+            .chain(b.tenants.values())
+        {
+            if bounds.floor > bounds.ceiling {
+                return bad("a budget floor exceeds its ceiling");
+            }
+        }
+        if b.rate_window.is_zero() || self.review_every.is_zero() {
+            return bad("budget.rate_window and review_every must be positive");
+        }
+        Ok(())
+    }
+
+    fn tenant_bounds(&self, tenant: TenantId) -> Bounds {
+        self.budget
+            .tenants
+            .get(&tenant)
+            .copied()
+            .unwrap_or(self.budget.tenant)
+    }
+}
+
+/// A job asking for pods.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    pub job: JobId,
+    pub caller: CallerId,
+    pub tenant: TenantId,
+    /// Size of each pod; `None` for the pool's [`Config::pod_shares`].
+    pub shares: Option<Shares>,
+    /// Pods of a gang; all start together. At least 1.
+    pub pods: u32,
+    /// Higher runs first; FIFO within a priority.
+    pub priority: i32,
+}
+
+impl Request {
+    /// A one-pod job of the profile's size at priority 0.
+    pub fn new(job: JobId, caller: CallerId, tenant: TenantId) -> Request {
+        Request {
+            job,
+            caller,
+            tenant,
+            shares: None,
+            pods: 1,
+            priority: 0,
+        }
+    }
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A job was accepted and waits for pods.
+    JobQueued(Request),
+    /// A job ended (succeeded, failed, timed out, or cancelled at any point).
+    JobFinished { job: JobId },
+    /// A pod the policy started is up and can take a binding.
+    PodReady { pod: PodId },
+    /// A pod no longer exists: released by the policy, or lost.
+    PodGone { pod: PodId },
+    /// Time passed.
+    Tick,
+}
+
+/// Why a pod was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// To be kept unbound, ready for a handover.
+    Standby,
+    /// For this job. When it becomes ready the policy may give it to another
+    /// job (the one that waited longest) or keep it as standby instead.
+    ForJob(JobId),
+}
+
+/// One slice of a placement: `shares` shares of GPU `gpu` of the pool's
+/// inventory (indices 0..`Config::gpus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slice {
+    pub gpu: u32,
+    pub shares: u32,
+}
+
+/// Where a pod's GPU shares sit. Empty for pods that hold no GPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Placement(pub Vec<Slice>);
+
+impl Placement {
+    pub fn shares(&self) -> u32 {
+        self.0.iter().map(|s| s.shares).sum()
+    }
+}
+
+/// What the driver should do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Start a pod with these GPU shares; report `PodReady` when it is up.
+    StartPod {
+        pod: PodId,
+        purpose: Purpose,
+        placement: Placement,
+        reason: Reason,
+    },
+    /// Standby pod `pod` becomes `job`'s: it now holds its full placement.
+    /// The `Assign` that binds it follows when the job's pods are all ready.
+    Promote {
+        pod: PodId,
+        job: JobId,
+        placement: Placement,
+        reason: Reason,
+    },
+    /// Bind `job` to `pod` and run it; the pod is ready. `source` is how the
+    /// job got it: its caller's warm pod, a standby pod that was ready when
+    /// the job asked, or cold (the job waited for a pod to start).
+    Assign {
+        job: JobId,
+        pod: PodId,
+        source: Source,
+        reason: Reason,
+    },
+    /// Wipe `pod`'s binding (it keeps its GPUs): it becomes standby. Only the
+    /// fixed-size policy does this, and only in a runtime that can prove it.
+    Reset { pod: PodId, reason: Reason },
+    /// Stop `pod`; report `PodGone` when it is gone. Never an active pod.
+    Release { pod: PodId, reason: Reason },
+    /// The budget on GPUs held by warm plus standby pods changed.
+    Budget {
+        budget: Shares,
+        gpus: f64,
+        inputs: BudgetInputs,
+    },
+}
+
+/// What the budget was computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BudgetInputs {
+    /// Pods of jobs accepted but not started.
+    pub queued_pods: u32,
+    /// Recent arrival rate, pods per second (exponentially weighted).
+    pub arrival_rate_per_s: f64,
+    /// Standby target at the time.
+    pub standby_target: u32,
+    /// Unclamped demand: standby target plus queued pods plus the pods
+    /// expected within the horizon, in shares.
+    pub demand: Shares,
+    pub floor: Shares,
+    pub ceiling: Shares,
+}
+
+/// Why a decision was taken. `Display` renders it for people; serde for the
+/// API (tagged by `code`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Reason {
+    /// The caller's own warm pod, idle since its previous job.
+    WarmAffinity { caller: CallerId, idle_ms: u64 },
+    /// The caller had no warm pod; a standby pod is promoted (a handover).
+    StandbyHandover { caller: CallerId, standby_left: u32 },
+    /// The caller had no warm pod and no standby pod was free.
+    ColdStart { caller: CallerId },
+    /// The job waited `waited_ms` for a pod to start; this one (started for
+    /// it, or a standby refill that was ready first) is up. Counts as cold.
+    PodStarted { caller: CallerId, waited_ms: u64 },
+    /// The fresh policy gives every job a new pod.
+    FreshPerJob,
+    /// Keeping `target` standby pods; `have` were standing by or starting.
+    StandbyRefill { have: u32, target: u32 },
+    /// The fixed pool holds `size` pods.
+    FixedPool { size: u32 },
+    /// The caller was quiet longer than its keep-alive.
+    KeepAliveExpired {
+        caller: CallerId,
+        idle_ms: u64,
+        keep_alive_ms: u64,
+    },
+    /// Warm plus standby pods held more than the pool's budget.
+    OverBudget { held: Shares, budget: Shares },
+    /// The tenant's warm pods held more than its budget.
+    OverTenantBudget {
+        tenant: TenantId,
+        held: Shares,
+        budget: Shares,
+    },
+    /// An idle pod made room for a job that could not otherwise be placed.
+    MakeRoom { job: JobId },
+    /// More standby pods than the target.
+    StandbySurplus { have: u32, target: u32 },
+    /// The fresh policy never reuses a pod.
+    JobDone { job: JobId },
+    /// A pod was started for a job that no longer needs it and nothing else
+    /// wants it.
+    NotNeeded,
+    /// The fixed pool had no free pod: the pod idle longest, warm for
+    /// another caller, is wiped and reused.
+    Recycled { from: CallerId, to: CallerId },
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = |ms: &u64| *ms as f64 / 1000.0;
+        match self {
+            Reason::WarmAffinity { caller, idle_ms } => {
+                write!(f, "{caller}'s own warm pod, idle {:.1} s", s(idle_ms))
+            }
+            Reason::StandbyHandover {
+                caller,
+                standby_left,
+            } => write!(
+                f,
+                "{caller} had no warm pod: standby promoted ({standby_left} left)"
+            ),
+            Reason::ColdStart { caller } => {
+                write!(f, "{caller} had no warm pod and no standby was free")
+            }
+            Reason::PodStarted { caller, waited_ms } => {
+                write!(
+                    f,
+                    "pod started for {caller}'s job is ready after {:.1} s",
+                    s(waited_ms)
+                )
+            }
+            Reason::FreshPerJob => f.write_str("fresh policy: a new pod per job"),
+            Reason::StandbyRefill { have, target } => {
+                write!(f, "standby below target ({have} of {target})")
+            }
+            Reason::FixedPool { size } => write!(f, "fixed pool of {size} pods"),
+            Reason::KeepAliveExpired {
+                caller,
+                idle_ms,
+                keep_alive_ms,
+            } => write!(
+                f,
+                "{caller} quiet {:.1} s, past its keep-alive of {:.1} s",
+                s(idle_ms),
+                s(keep_alive_ms)
+            ),
+            Reason::OverBudget { held, budget } => write!(
+                f,
+                "warm plus standby hold {} shares, over the budget of {}; idle longest goes first",
+                held.0, budget.0
+            ),
+            Reason::OverTenantBudget {
+                tenant,
+                held,
+                budget,
+            } => write!(
+                f,
+                "{tenant}'s warm pods hold {} shares, over its budget of {}",
+                held.0, budget.0
+            ),
+            Reason::MakeRoom { job } => write!(f, "idle pod released to make room for {job}"),
+            Reason::StandbySurplus { have, target } => {
+                write!(f, "standby above target ({have} of {target})")
+            }
+            Reason::JobDone { job } => write!(f, "{job} done; fresh pods are not reused"),
+            Reason::NotNeeded => f.write_str("started pod no longer needed"),
+            Reason::Recycled { from, to } => {
+                write!(f, "fixed pool full: {from}'s idle pod wiped for {to}")
+            }
+        }
+    }
+}
+
+/// Errors of the policy. An event that fails changes nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("invalid pool configuration: {0}")]
+    Config(String),
+    #[error(
+        "unknown policy {0:?}: expected fresh, always-on[:<pods>], keepalive:<seconds> or firepool"
+    )]
+    UnknownPolicy(String),
+    #[error("{0} is already known")]
+    DuplicateJob(JobId),
+    #[error("unknown {0}")]
+    UnknownJob(JobId),
+    #[error("unknown {0}")]
+    UnknownPod(PodId),
+    #[error("{0} is not starting")]
+    NotStarting(PodId),
+    #[error("event at {now} is before the pool's clock at {last}")]
+    ClockBackwards {
+        now: crate::Instant,
+        last: crate::Instant,
+    },
+    #[error("{job} can never be placed in this pool: {why}")]
+    Unplaceable { job: JobId, why: String },
+}
+
+/// Pods by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodCounts {
+    pub starting: u32,
+    pub standby: u32,
+    pub warm: u32,
+    /// Ready and held for a gang whose other pods are still starting.
+    pub reserved: u32,
+    pub active: u32,
+    pub draining: u32,
+}
+
+/// GPU shares held, by what holds them. Starting pods count under what they
+/// start for: pods started for a job under `active`, standby under `standby`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub active: u64,
+    pub warm: u64,
+    pub standby: u64,
+    pub draining: u64,
+}
+
+impl Held {
+    pub fn total(&self) -> u64 {
+        self.active + self.warm + self.standby + self.draining
+    }
+}
+
+/// A view of the pool for the API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshot {
+    pub policy: String,
+    pub at: crate::Instant,
+    pub pods: PodCounts,
+    pub gpus: GpuView,
+    /// `None` for policies without a budget.
+    pub budget: Option<BudgetView>,
+    pub standby_target: u32,
+    pub queued_jobs: u32,
+    pub queued_pods: u32,
+    pub tenants: Vec<TenantView>,
+    pub callers: Vec<CallerView>,
+    pub pod_list: Vec<PodView>,
+}
+
+/// GPUs of the inventory, and what holds them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuView {
+    pub inventory: u32,
+    pub shares_per_gpu: u32,
+    pub held_shares: Held,
+    pub active: f64,
+    pub warm: f64,
+    pub standby: f64,
+    pub draining: f64,
+    pub free: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetView {
+    pub budget: Shares,
+    pub gpus: f64,
+    pub inputs: BudgetInputs,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantView {
+    pub tenant: TenantId,
+    pub warm: Shares,
+    pub queued_pods: u32,
+    pub budget: Option<Shares>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallerView {
+    pub caller: CallerId,
+    pub tenant: TenantId,
+    /// `None` when warm pods never expire (fixed pool) or are not kept.
+    pub keep_alive_ms: Option<u64>,
+    /// Pauses remembered (at most `keep_alive.history`).
+    pub pauses: u32,
+    pub warm_pods: u32,
+    pub in_flight: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodView {
+    pub pod: PodId,
+    /// starting, standby, warm, reserved, active or draining.
+    pub state: &'static str,
+    pub caller: Option<CallerId>,
+    pub job: Option<JobId>,
+    pub placement: Placement,
+}

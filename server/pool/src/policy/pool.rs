@@ -1,0 +1,1618 @@
+//! [`Pool`]: the state machine behind [`super`]'s protocol.
+//!
+//! Invariants kept by every transition (and checked by the tests after every
+//! event):
+//!
+//! * a warm pod is indexed under exactly one caller and only ever serves it;
+//! * the shares held on each GPU never exceed the GPU, and the books (held
+//!   shares by state, pod counts) match the pods;
+//! * only idle pods (warm, standby, starting for nobody) are ever released;
+//!   a pod reserved for or running a job is never touched.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use super::gpu::Inventory;
+use super::stats::{Pauses, PeakWindow, Rate, StartTime};
+use super::{
+    BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event, GpuView, Held,
+    JobId, Kind, Placement, PodCounts, PodId, PodView, Purpose, Reason, Request, Shares, Snapshot,
+    Source, TenantId, TenantView,
+};
+use crate::Instant;
+use crate::time::millis;
+
+/// Queue order: higher priority first, then arrival order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    priority: Reverse<i32>,
+    seq: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum KeepAliveMode {
+    /// Matched to each caller's pauses.
+    Matched,
+    Fixed(u64),
+    Forever,
+}
+
+/// Which mechanisms a [`Kind`] uses.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    warm: bool,
+    keep_alive: KeepAliveMode,
+    standby: bool,
+    budget: bool,
+    /// Fixed pool size (always-on).
+    fixed: Option<u32>,
+}
+
+impl Mode {
+    fn of(kind: Kind, cfg: &Config) -> Mode {
+        let base = Mode {
+            warm: true,
+            keep_alive: KeepAliveMode::Matched,
+            standby: false,
+            budget: false,
+            fixed: None,
+        };
+        match kind {
+            Kind::Fresh => Mode {
+                warm: false,
+                ..base
+            },
+            Kind::AlwaysOn { size } => Mode {
+                keep_alive: KeepAliveMode::Forever,
+                fixed: Some(size.unwrap_or(cfg.max_pods)),
+                ..base
+            },
+            Kind::KeepAlive { keep_alive } => Mode {
+                keep_alive: KeepAliveMode::Fixed(millis(keep_alive)),
+                ..base
+            },
+            Kind::Firepool => Mode {
+                standby: true,
+                budget: true,
+                ..base
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Warm {
+    caller: CallerId,
+    tenant: TenantId,
+    since: Instant,
+    expires: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PodState {
+    Starting(Purpose),
+    /// Ready and unbound.
+    Standby,
+    Warm(Warm),
+    /// Ready, held for a job whose other pods are not ready yet.
+    Reserved(JobId),
+    Active(JobId),
+    Draining,
+}
+
+/// Index into `Pool::counts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StateKind {
+    StartingJob,
+    StartingStandby,
+    Standby,
+    Warm,
+    Reserved,
+    Active,
+    Draining,
+}
+
+const STATE_KINDS: usize = 7;
+
+impl StateKind {
+    fn of(s: &PodState) -> StateKind {
+        match s {
+            PodState::Starting(Purpose::ForJob(_)) => StateKind::StartingJob,
+            PodState::Starting(Purpose::Standby) => StateKind::StartingStandby,
+            PodState::Standby => StateKind::Standby,
+            PodState::Warm(_) => StateKind::Warm,
+            PodState::Reserved(_) => StateKind::Reserved,
+            PodState::Active(_) => StateKind::Active,
+            PodState::Draining => StateKind::Draining,
+        }
+    }
+
+    /// Index into `Pool::held`: active, warm, standby, draining.
+    fn category(self) -> usize {
+        match self {
+            StateKind::StartingJob | StateKind::Reserved | StateKind::Active => 0,
+            StateKind::Warm => 1,
+            StateKind::StartingStandby | StateKind::Standby => 2,
+            StateKind::Draining => 3,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            StateKind::StartingJob | StateKind::StartingStandby => "starting",
+            StateKind::Standby => "standby",
+            StateKind::Warm => "warm",
+            StateKind::Reserved => "reserved",
+            StateKind::Active => "active",
+            StateKind::Draining => "draining",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Pod {
+    state: PodState,
+    placement: Placement,
+    /// The size it serves when active.
+    size: Shares,
+    started: Instant,
+}
+
+#[derive(Debug, Clone)]
+struct HeldPod {
+    pod: PodId,
+    source: Source,
+    reason: Reason,
+}
+
+#[derive(Debug, Clone)]
+struct Job {
+    caller: CallerId,
+    tenant: TenantId,
+    size: Shares,
+    pods: u32,
+    key: Key,
+    queued_at: Instant,
+    /// Ready pods it holds (reserved, or active once running).
+    held: Vec<HeldPod>,
+    /// Pods started for it, not ready yet.
+    starting: Vec<PodId>,
+    /// In the queue (accepted, not started).
+    enqueued: bool,
+    running: bool,
+}
+
+impl Job {
+    fn need(&self) -> u32 {
+        self.pods.saturating_sub(self.held.len() as u32)
+    }
+
+    fn uncovered(&self) -> u32 {
+        self.need().saturating_sub(self.starting.len() as u32)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct CallerState {
+    tenant: TenantId,
+    pauses: Pauses,
+    /// Keep-alive matched to the pauses, once there are enough of them.
+    matched_ms: Option<u64>,
+    last_end: Option<Instant>,
+    in_flight: u32,
+    warm: Vec<PodId>,
+    queued: Vec<JobId>,
+    last_seen: Instant,
+}
+
+#[derive(Debug, Clone, Default)]
+struct TenantState {
+    warm: u64,
+    queued_pods: u32,
+    arrivals: Rate,
+}
+
+/// The state of one pool, and the policy that moves it. See the module docs
+/// of [`super`] for the protocol.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    kind: Kind,
+    cfg: Config,
+    mode: Mode,
+    now: Instant,
+    next_pod: u64,
+    next_seq: u64,
+    pods: HashMap<PodId, Pod>,
+    jobs: HashMap<JobId, Job>,
+    /// Accepted jobs that have not started.
+    queue: BTreeMap<Key, JobId>,
+    /// Those of them whose missing pods are not all starting.
+    uncovered: BTreeMap<Key, JobId>,
+    standby: BTreeSet<PodId>,
+    /// Warm pods, idle longest first.
+    idle: BTreeSet<(Instant, PodId)>,
+    /// Warm pods by keep-alive expiry.
+    expiry: BTreeSet<(Instant, PodId)>,
+    callers: HashMap<CallerId, CallerState>,
+    tenants: HashMap<TenantId, TenantState>,
+    inv: Inventory,
+    /// Shares held: active, warm, standby, draining.
+    held: [u64; 4],
+    counts: [u32; STATE_KINDS],
+    queued_pods: u32,
+    arrivals: Rate,
+    handovers: PeakWindow,
+    start_time: StartTime,
+    budget: Option<(Shares, BudgetInputs)>,
+    emitted_budget: Option<Shares>,
+    next_review: Instant,
+    next_sweep: Instant,
+}
+
+impl Pool {
+    /// An empty pool. Call [`Pool::handle`] with [`Event::Tick`] to let it
+    /// provision (standby pods, or the fixed pool).
+    pub fn new(kind: Kind, config: Config) -> Result<Pool, Error> {
+        config.validate()?;
+        if let Kind::AlwaysOn { size: Some(0) } = kind {
+            return Err(Error::Config("an always-on pool needs pods".to_owned()));
+        }
+        let mode = Mode::of(kind, &config);
+        Ok(Pool {
+            kind,
+            mode,
+            now: Instant::ZERO,
+            next_pod: 0,
+            next_seq: 0,
+            pods: HashMap::new(),
+            jobs: HashMap::new(),
+            queue: BTreeMap::new(),
+            uncovered: BTreeMap::new(),
+            standby: BTreeSet::new(),
+            idle: BTreeSet::new(),
+            expiry: BTreeSet::new(),
+            callers: HashMap::new(),
+            tenants: HashMap::new(),
+            inv: Inventory::new(config.gpus, config.shares_per_gpu),
+            held: [0; 4],
+            counts: [0; STATE_KINDS],
+            queued_pods: 0,
+            arrivals: Rate::default(),
+            handovers: PeakWindow::default(),
+            start_time: StartTime::new(millis(config.start_estimate)),
+            budget: None,
+            emitted_budget: None,
+            next_review: Instant::ZERO,
+            next_sweep: Instant::ZERO + config.caller_ttl / 2,
+            cfg: config,
+        })
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The time of the last event handled.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// GPU shares held, by what holds them. O(1).
+    pub fn held(&self) -> Held {
+        Held {
+            active: self.held[0],
+            warm: self.held[1],
+            standby: self.held[2],
+            draining: self.held[3],
+        }
+    }
+
+    /// The latest time the driver should send [`Event::Tick`] if nothing else
+    /// happens first: the next keep-alive expiry, or the next review of budget
+    /// and standby while idle pods are held. `None`: nothing is pending.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        let expiry = self.expiry.first().map(|&(t, _)| t);
+        let idle = self.counts[StateKind::Warm as usize]
+            + self.counts[StateKind::Standby as usize]
+            + self.counts[StateKind::StartingStandby as usize];
+        let review =
+            ((self.mode.budget || self.mode.standby) && idle > 0).then_some(self.next_review);
+        match (expiry, review) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// What a warm pod of `caller` would be kept for if its job ended now.
+    /// `None` if warm pods are not kept or never expire.
+    pub fn keep_alive(&self, caller: CallerId) -> Option<Duration> {
+        self.keep_alive_ms(caller).map(Duration::from_millis)
+    }
+
+    fn keep_alive_ms(&self, caller: CallerId) -> Option<u64> {
+        if !self.mode.warm {
+            return None;
+        }
+        match self.mode.keep_alive {
+            KeepAliveMode::Forever => None,
+            KeepAliveMode::Fixed(ms) => Some(ms),
+            KeepAliveMode::Matched => Some(
+                self.callers
+                    .get(&caller)
+                    .and_then(|c| c.matched_ms)
+                    .unwrap_or_else(|| millis(self.cfg.keep_alive.default)),
+            ),
+        }
+    }
+
+    /// Handles one event at `now`, pushing decisions onto `out`. On error the
+    /// pool is unchanged and nothing is pushed.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        event: Event,
+        out: &mut Vec<Decision>,
+    ) -> Result<(), Error> {
+        if now < self.now {
+            return Err(Error::ClockBackwards {
+                now,
+                last: self.now,
+            });
+        }
+        let before = self.now;
+        self.now = now;
+        let result = match event {
+            Event::JobQueued(req) => self.job_queued(req, out),
+            Event::JobFinished { job } => self.job_finished(job, out),
+            Event::PodReady { pod } => self.pod_ready(pod, out),
+            Event::PodGone { pod } => self.pod_gone(pod),
+            Event::Tick => Ok(()),
+        };
+        match result {
+            Ok(()) => {
+                self.maintain(out);
+                Ok(())
+            }
+            Err(e) => {
+                self.now = before;
+                Err(e)
+            }
+        }
+    }
+
+    // ---- books -----------------------------------------------------------
+
+    fn add_pod(&mut self, state: PodState, placement: Placement, size: Shares) -> PodId {
+        let id = PodId(self.next_pod);
+        self.next_pod += 1;
+        let k = StateKind::of(&state);
+        self.counts[k as usize] += 1;
+        self.held[k.category()] += u64::from(placement.shares());
+        self.pods.insert(
+            id,
+            Pod {
+                state,
+                placement,
+                size,
+                started: self.now,
+            },
+        );
+        id
+    }
+
+    fn set_state(&mut self, id: PodId, state: PodState) {
+        let Some(p) = self.pods.get_mut(&id) else {
+            return;
+        };
+        let (old, new) = (StateKind::of(&p.state), StateKind::of(&state));
+        let s = u64::from(p.placement.shares());
+        self.counts[old as usize] -= 1;
+        self.counts[new as usize] += 1;
+        self.held[old.category()] -= s;
+        self.held[new.category()] += s;
+        p.state = state;
+    }
+
+    fn set_placement(&mut self, id: PodId, placement: Placement) {
+        let Some(p) = self.pods.get_mut(&id) else {
+            return;
+        };
+        let c = StateKind::of(&p.state).category();
+        self.held[c] -= u64::from(p.placement.shares());
+        self.held[c] += u64::from(placement.shares());
+        p.placement = placement;
+    }
+
+    /// Takes the pod out of the indexes its state puts it in.
+    fn detach(&mut self, id: PodId) {
+        let Some(p) = self.pods.get(&id) else {
+            return;
+        };
+        match p.state {
+            PodState::Standby => {
+                self.standby.remove(&id);
+            }
+            PodState::Warm(w) => {
+                self.idle.remove(&(w.since, id));
+                if let Some(e) = w.expires {
+                    self.expiry.remove(&(e, id));
+                }
+                if let Some(c) = self.callers.get_mut(&w.caller) {
+                    c.warm.retain(|&x| x != id);
+                }
+                if let Some(t) = self.tenants.get_mut(&w.tenant) {
+                    t.warm -= u64::from(p.placement.shares());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn release(&mut self, id: PodId, reason: Reason, out: &mut Vec<Decision>) {
+        // Only idle pods; a pod whose job has just finished is idle.
+        debug_assert!(
+            match self.pods.get(&id).map(|p| p.state) {
+                Some(PodState::Active(j) | PodState::Reserved(j)) => !self.jobs.contains_key(&j),
+                Some(PodState::Draining) | None => false,
+                Some(_) => true,
+            },
+            "release of a pod that is not idle"
+        );
+        self.detach(id);
+        self.set_state(id, PodState::Draining);
+        out.push(Decision::Release { pod: id, reason });
+    }
+
+    fn standby_shares(&self) -> u32 {
+        self.cfg.standby.shares.0.min(self.cfg.pod_shares.0)
+    }
+
+    fn live_pods(&self) -> u32 {
+        self.pods.len() as u32 - self.counts[StateKind::Draining as usize]
+    }
+
+    /// Re-places pod `id` at `shares`, on its current GPU when it fits.
+    /// Leaves it as it was and returns false when nothing fits.
+    fn resize(&mut self, id: PodId, shares: u32) -> Option<Placement> {
+        let old = self.pods.get(&id)?.placement.clone();
+        if old.shares() == shares {
+            return Some(old);
+        }
+        self.inv.release(&old);
+        let prefer = old.0.first().map(|s| s.gpu);
+        match self.inv.alloc(shares, prefer) {
+            Some(p) => {
+                self.set_placement(id, p.clone());
+                Some(p)
+            }
+            None => {
+                self.inv.restore(&old);
+                None
+            }
+        }
+    }
+
+    // ---- events ----------------------------------------------------------
+
+    fn job_queued(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let unplaceable = |why: &str| {
+            Err(Error::Unplaceable {
+                job: req.job,
+                why: why.to_owned(),
+            })
+        };
+        if self.jobs.contains_key(&req.job) {
+            return Err(Error::DuplicateJob(req.job));
+        }
+        let size = req.shares.unwrap_or(self.cfg.pod_shares);
+        if req.pods == 0 {
+            return unplaceable("a job needs at least one pod");
+        }
+        if !size.is_pod_size(self.cfg.shares_per_gpu) {
+            return unplaceable("a pod takes whole GPUs or a share of one GPU");
+        }
+        if !self.inv.can_ever_hold(size.0, req.pods) {
+            return unplaceable("it needs more GPUs than the pool has");
+        }
+        if req.pods > self.mode.fixed.unwrap_or(self.cfg.max_pods) {
+            return unplaceable("it needs more pods than the pool may hold");
+        }
+
+        let now = self.now;
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        let (history, min_samples) = (
+            self.cfg.keep_alive.history as usize,
+            self.cfg.keep_alive.min_samples as usize,
+        );
+        self.arrivals.add(now, f64::from(req.pods), tau);
+        let matched = |pauses: &Pauses, ka: &super::KeepAliveConfig| {
+            (pauses.len() >= min_samples)
+                .then(|| pauses.percentile(ka.percentile))
+                .flatten()
+                .map(|p| (p + millis(ka.margin)).clamp(millis(ka.min), millis(ka.max)))
+        };
+        let caller = self
+            .callers
+            .entry(req.caller)
+            .or_insert_with(|| CallerState {
+                tenant: req.tenant,
+                pauses: Pauses::default(),
+                matched_ms: None,
+                last_end: None,
+                in_flight: 0,
+                warm: Vec::new(),
+                queued: Vec::new(),
+                last_seen: now,
+            });
+        // A pause runs from one job's end to the next job's submission; with
+        // jobs in flight the caller is not pausing.
+        if caller.in_flight == 0
+            && let Some(end) = caller.last_end
+        {
+            caller
+                .pauses
+                .push(now.as_millis().saturating_sub(end.as_millis()), history);
+            caller.matched_ms = matched(&caller.pauses, &self.cfg.keep_alive);
+        }
+        caller.in_flight += 1;
+        caller.last_seen = now;
+        self.tenants
+            .entry(req.tenant)
+            .or_default()
+            .arrivals
+            .add(now, f64::from(req.pods), tau);
+
+        let key = Key {
+            priority: Reverse(req.priority),
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        self.jobs.insert(
+            req.job,
+            Job {
+                caller: req.caller,
+                tenant: req.tenant,
+                size,
+                pods: req.pods,
+                key,
+                queued_at: now,
+                held: Vec::new(),
+                starting: Vec::new(),
+                enqueued: false,
+                running: false,
+            },
+        );
+        self.take_warm(req.job);
+        let need = self.jobs[&req.job].need();
+        if need > 0 {
+            self.handovers.record(
+                now,
+                need,
+                self.start_time.ms(),
+                millis(self.cfg.standby.horizon),
+            );
+            self.take_standby(req.job, out);
+        }
+        if self.jobs[&req.job].need() == 0 {
+            self.start_job(req.job, out);
+        } else {
+            self.enqueue(req.job);
+        }
+        Ok(())
+    }
+
+    fn enqueue(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.enqueued = true;
+        self.queue.insert(job.key, id);
+        if job.uncovered() > 0 {
+            self.uncovered.insert(job.key, id);
+        }
+        self.queued_pods += job.pods;
+        if let Some(c) = self.callers.get_mut(&job.caller) {
+            c.queued.push(id);
+        }
+        self.tenants.entry(job.tenant).or_default().queued_pods += job.pods;
+    }
+
+    fn dequeue(&mut self, id: JobId, job: &Job) {
+        if !job.enqueued {
+            return;
+        }
+        self.queue.remove(&job.key);
+        self.uncovered.remove(&job.key);
+        self.queued_pods -= job.pods;
+        if let Some(c) = self.callers.get_mut(&job.caller) {
+            c.queued.retain(|&j| j != id);
+        }
+        if let Some(t) = self.tenants.get_mut(&job.tenant) {
+            t.queued_pods -= job.pods;
+        }
+    }
+
+    /// Gives the job its caller's warm pods of its size, most recent first.
+    fn take_warm(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let (caller, size, need) = (job.caller, job.size, job.need());
+        let Some(c) = self.callers.get(&caller) else {
+            return;
+        };
+        let mut fits: Vec<(Instant, PodId)> = c
+            .warm
+            .iter()
+            .filter_map(|p| {
+                let pod = self.pods.get(p)?;
+                match pod.state {
+                    PodState::Warm(w) if pod.size == size => {
+                        debug_assert_eq!(w.caller, caller, "warm pod indexed under another caller");
+                        Some((w.since, *p))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        fits.sort_unstable_by(|a, b| b.cmp(a));
+        for (since, pod) in fits.into_iter().take(need as usize) {
+            self.detach(pod);
+            self.set_state(pod, PodState::Reserved(id));
+            let reason = Reason::WarmAffinity {
+                caller,
+                idle_ms: self.now.as_millis().saturating_sub(since.as_millis()),
+            };
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.held.push(HeldPod {
+                    pod,
+                    source: Source::Warm,
+                    reason,
+                });
+            }
+        }
+    }
+
+    fn take_standby(&mut self, id: JobId, out: &mut Vec<Decision>) {
+        while self.jobs.get(&id).is_some_and(|j| j.need() > 0) {
+            let Some(&pod) = self.standby.first() else {
+                break;
+            };
+            if !self.promote(pod, id, false, out) {
+                break;
+            }
+        }
+    }
+
+    /// Promotes ready, unbound `pod` for job `id`, growing it to the job's
+    /// size. False when the inventory has no room for that.
+    ///
+    /// `just_started`: the pod became ready while the job waited. The job
+    /// then waited for a pod start, so it counts as served cold whatever the
+    /// pod was started for; standby means a pod was ready when it asked.
+    fn promote(
+        &mut self,
+        pod: PodId,
+        id: JobId,
+        just_started: bool,
+        out: &mut Vec<Decision>,
+    ) -> bool {
+        let Some(job) = self.jobs.get(&id) else {
+            return false;
+        };
+        let (caller, size, queued_at) = (job.caller, job.size, job.queued_at);
+        let Some(placement) = self.resize(pod, size.0) else {
+            return false;
+        };
+        self.detach(pod);
+        self.set_state(pod, PodState::Reserved(id));
+        if let Some(p) = self.pods.get_mut(&pod) {
+            p.size = size;
+        }
+        let (source, reason) = if just_started {
+            let waited_ms = self.now.as_millis().saturating_sub(queued_at.as_millis());
+            (Source::Cold, Reason::PodStarted { caller, waited_ms })
+        } else {
+            let standby_left = self.standby.len() as u32;
+            (
+                Source::Standby,
+                Reason::StandbyHandover {
+                    caller,
+                    standby_left,
+                },
+            )
+        };
+        out.push(Decision::Promote {
+            pod,
+            job: id,
+            placement,
+            reason: reason.clone(),
+        });
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.held.push(HeldPod {
+                pod,
+                source,
+                reason,
+            });
+        }
+        self.trim_starting(id, out);
+        true
+    }
+
+    /// Pods started for a job that no longer needs them go elsewhere.
+    fn trim_starting(&mut self, id: JobId, out: &mut Vec<Decision>) {
+        loop {
+            let Some(job) = self.jobs.get_mut(&id) else {
+                return;
+            };
+            if job.starting.len() as u32 <= job.need() {
+                return;
+            }
+            let Some(pod) = job.starting.pop() else {
+                return;
+            };
+            self.repurpose(pod, out);
+        }
+    }
+
+    /// All pods ready: run.
+    fn start_job(&mut self, id: JobId, out: &mut Vec<Decision>) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.running {
+            return;
+        }
+        job.running = true;
+        let held = job.held.clone();
+        let starting = std::mem::take(&mut job.starting);
+        let snapshot = job.clone();
+        self.dequeue(id, &snapshot);
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.enqueued = false;
+        }
+        for h in held {
+            self.set_state(h.pod, PodState::Active(id));
+            out.push(Decision::Assign {
+                job: id,
+                pod: h.pod,
+                source: h.source,
+                reason: h.reason,
+            });
+        }
+        for pod in starting {
+            self.repurpose(pod, out);
+        }
+    }
+
+    /// A starting pod whose job no longer needs it: to the job waiting
+    /// longest for a pod of its size, else to standby, else released.
+    fn repurpose(&mut self, pod: PodId, out: &mut Vec<Decision>) {
+        let Some(size) = self.pods.get(&pod).map(|p| p.size) else {
+            return;
+        };
+        if let Some((&key, &other)) = self.uncovered.first_key_value()
+            && let Some(job) = self.jobs.get_mut(&other)
+            && job.size == size
+        {
+            job.starting.push(pod);
+            if job.uncovered() == 0 {
+                self.uncovered.remove(&key);
+            }
+            self.set_state(pod, PodState::Starting(Purpose::ForJob(other)));
+            return;
+        }
+        if self.mode.standby || self.mode.fixed.is_some() {
+            if self.mode.fixed.is_none() {
+                self.resize(pod, self.standby_shares());
+            }
+            self.set_state(pod, PodState::Starting(Purpose::Standby));
+        } else {
+            self.release(pod, Reason::NotNeeded, out);
+        }
+    }
+
+    /// A ready pod nobody holds: standby where the policy keeps standby (a
+    /// share only, unless the pool is fixed), released otherwise.
+    fn unbound(&mut self, pod: PodId, out: &mut Vec<Decision>) {
+        if self.mode.standby || self.mode.fixed.is_some() {
+            if self.mode.fixed.is_none() {
+                self.resize(pod, self.standby_shares());
+            }
+            self.set_state(pod, PodState::Standby);
+            self.standby.insert(pod);
+        } else {
+            self.release(pod, Reason::NotNeeded, out);
+        }
+    }
+
+    fn make_warm(&mut self, pod: PodId, caller: CallerId, tenant: TenantId) {
+        let now = self.now;
+        let expires = self
+            .keep_alive_ms(caller)
+            .map(|ms| now + Duration::from_millis(ms));
+        self.set_state(
+            pod,
+            PodState::Warm(Warm {
+                caller,
+                tenant,
+                since: now,
+                expires,
+            }),
+        );
+        self.idle.insert((now, pod));
+        if let Some(e) = expires {
+            self.expiry.insert((e, pod));
+        }
+        let shares = self.pods.get(&pod).map_or(0, |p| p.placement.shares());
+        if let Some(c) = self.callers.get_mut(&caller) {
+            c.warm.push(pod);
+        }
+        self.tenants.entry(tenant).or_default().warm += u64::from(shares);
+    }
+
+    fn job_finished(&mut self, id: JobId, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let Some(job) = self.jobs.remove(&id) else {
+            return Err(Error::UnknownJob(id));
+        };
+        let now = self.now;
+        if let Some(c) = self.callers.get_mut(&job.caller) {
+            c.in_flight = c.in_flight.saturating_sub(1);
+            c.last_end = Some(now);
+            c.last_seen = now;
+        }
+        if !job.running {
+            // Cancelled before it started: give back what it held.
+            self.dequeue(id, &job);
+            for h in &job.held {
+                if h.source == Source::Warm && self.mode.warm {
+                    self.make_warm(h.pod, job.caller, job.tenant);
+                } else {
+                    self.unbound(h.pod, out);
+                }
+            }
+            for &pod in &job.starting {
+                self.repurpose(pod, out);
+            }
+            return Ok(());
+        }
+        for h in &job.held {
+            if self.mode.warm {
+                self.make_warm(h.pod, job.caller, job.tenant);
+            } else {
+                self.release(h.pod, Reason::JobDone { job: id }, out);
+            }
+        }
+        // Jobs of the same caller waiting in the queue take the pods now warm.
+        let waiting = self
+            .callers
+            .get(&job.caller)
+            .map(|c| c.queued.clone())
+            .unwrap_or_default();
+        for other in waiting {
+            self.take_warm(other);
+            self.trim_starting(other, out);
+            if self.jobs.get(&other).is_some_and(|j| j.need() == 0) {
+                self.start_job(other, out);
+            }
+        }
+        Ok(())
+    }
+
+    fn pod_ready(&mut self, pod: PodId, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let Some(p) = self.pods.get(&pod) else {
+            return Err(Error::UnknownPod(pod));
+        };
+        let PodState::Starting(purpose) = p.state else {
+            return Err(Error::NotStarting(pod));
+        };
+        let now = self.now;
+        self.start_time
+            .observe(now.as_millis().saturating_sub(p.started.as_millis()));
+        if let Purpose::ForJob(id) = purpose
+            && let Some(job) = self.jobs.get_mut(&id)
+            && job.starting.contains(&pod)
+        {
+            job.starting.retain(|&x| x != pod);
+            let reason = Reason::PodStarted {
+                caller: job.caller,
+                waited_ms: now.as_millis().saturating_sub(job.queued_at.as_millis()),
+            };
+            job.held.push(HeldPod {
+                pod,
+                source: Source::Cold,
+                reason,
+            });
+            let done = job.need() == 0;
+            self.set_state(pod, PodState::Reserved(id));
+            if done {
+                self.start_job(id, out);
+            }
+            return Ok(());
+        }
+        // Ready and unbound: the job that waited longest takes it, if it
+        // fits; otherwise it stands by.
+        self.set_state(pod, PodState::Standby);
+        self.standby.insert(pod);
+        if let Some((_, &head)) = self.queue.first_key_value()
+            && self.promote(pod, head, true, out)
+            && self.jobs.get(&head).is_some_and(|j| j.need() == 0)
+        {
+            self.start_job(head, out);
+        }
+        if self.standby.contains(&pod) {
+            self.standby.remove(&pod);
+            self.unbound(pod, out);
+        }
+        Ok(())
+    }
+
+    fn pod_gone(&mut self, pod: PodId) -> Result<(), Error> {
+        let Some(p) = self.pods.get(&pod) else {
+            return Err(Error::UnknownPod(pod));
+        };
+        let state = p.state;
+        self.detach(pod);
+        let k = StateKind::of(&state);
+        if let Some(p) = self.pods.remove(&pod) {
+            self.counts[k as usize] -= 1;
+            self.held[k.category()] -= u64::from(p.placement.shares());
+            self.inv.release(&p.placement);
+        }
+        let job = match state {
+            PodState::Starting(Purpose::ForJob(j))
+            | PodState::Reserved(j)
+            | PodState::Active(j) => Some(j),
+            _ => None,
+        };
+        if let Some(id) = job
+            && let Some(job) = self.jobs.get_mut(&id)
+        {
+            job.starting.retain(|&x| x != pod);
+            job.held.retain(|h| h.pod != pod);
+            if job.enqueued && job.uncovered() > 0 {
+                self.uncovered.insert(job.key, id);
+            }
+        }
+        Ok(())
+    }
+
+    // ---- upkeep after every event ------------------------------------------
+
+    fn maintain(&mut self, out: &mut Vec<Decision>) {
+        let now = self.now;
+        while let Some(&(t, pod)) = self.expiry.first() {
+            if t > now {
+                break;
+            }
+            let Some(PodState::Warm(w)) = self.pods.get(&pod).map(|p| p.state) else {
+                self.expiry.remove(&(t, pod));
+                continue;
+            };
+            let reason = Reason::KeepAliveExpired {
+                caller: w.caller,
+                idle_ms: now.as_millis() - w.since.as_millis(),
+                keep_alive_ms: t.as_millis() - w.since.as_millis(),
+            };
+            self.release(pod, reason, out);
+        }
+        if self.mode.budget {
+            self.enforce_budget(out);
+        }
+        self.cover(out);
+        if self.mode.standby {
+            self.keep_standby(out);
+        }
+        if let Some(size) = self.mode.fixed {
+            self.fill_fixed(size, out);
+        }
+        self.next_review = now + self.cfg.review_every;
+        if now >= self.next_sweep {
+            self.sweep();
+            self.next_sweep = now + self.cfg.caller_ttl / 2;
+        }
+    }
+
+    /// Covers the queue's missing pods in order (priority, then FIFO); stops
+    /// at the first job that cannot be covered, so capacity is not handed
+    /// past it.
+    fn cover(&mut self, out: &mut Vec<Decision>) {
+        while let Some((&key, &id)) = self.uncovered.first_key_value() {
+            let Some(n) = self.jobs.get(&id).map(Job::uncovered) else {
+                self.uncovered.remove(&key);
+                continue;
+            };
+            if n == 0 {
+                self.uncovered.remove(&key);
+                continue;
+            }
+            let covered = match self.mode.fixed {
+                Some(size) => self.cover_fixed(id, n, size, out),
+                None => self.cover_elastic(id, n, out),
+            };
+            if !covered {
+                break;
+            }
+            if self.jobs.get(&id).is_none_or(|j| j.uncovered() == 0) {
+                self.uncovered.remove(&key);
+            }
+        }
+    }
+
+    fn cover_elastic(&mut self, id: JobId, n: u32, out: &mut Vec<Decision>) -> bool {
+        let Some(job) = self.jobs.get(&id) else {
+            return true;
+        };
+        let (size, caller) = (job.size, job.caller);
+        let pods_short = (self.pods.len() as u32 + n).saturating_sub(self.cfg.max_pods);
+        if pods_short > 0 {
+            self.make_room(id, pods_short, 0, out);
+            return false;
+        }
+        let mut placed = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            match self.inv.alloc(size.0, None) {
+                Some(p) => placed.push(p),
+                None => {
+                    for p in placed.iter().rev() {
+                        self.inv.release(p);
+                    }
+                    let want = u64::from(size.0) * u64::from(n);
+                    let short = want.saturating_sub(self.inv.free_total()).max(1);
+                    self.make_room(id, 0, short, out);
+                    return false;
+                }
+            }
+        }
+        let reason = if self.mode.warm {
+            Reason::ColdStart { caller }
+        } else {
+            Reason::FreshPerJob
+        };
+        for placement in placed {
+            let pod = self.add_pod(
+                PodState::Starting(Purpose::ForJob(id)),
+                placement.clone(),
+                size,
+            );
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.starting.push(pod);
+            }
+            out.push(Decision::StartPod {
+                pod,
+                purpose: Purpose::ForJob(id),
+                placement,
+                reason: reason.clone(),
+            });
+        }
+        true
+    }
+
+    /// The fixed pool never grows past its size: a job that finds no free
+    /// pod takes the pod idle longest from another caller, wiped.
+    fn cover_fixed(&mut self, id: JobId, n: u32, size: u32, out: &mut Vec<Decision>) -> bool {
+        for _ in 0..n {
+            let Some(job) = self.jobs.get(&id) else {
+                return true;
+            };
+            let (job_size, caller) = (job.size, job.caller);
+            if self.live_pods() < size {
+                let Some(placement) = self.inv.alloc(job_size.0, None) else {
+                    return false;
+                };
+                let pod = self.add_pod(
+                    PodState::Starting(Purpose::ForJob(id)),
+                    placement.clone(),
+                    job_size,
+                );
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    job.starting.push(pod);
+                }
+                out.push(Decision::StartPod {
+                    pod,
+                    purpose: Purpose::ForJob(id),
+                    placement,
+                    reason: Reason::FixedPool { size },
+                });
+                continue;
+            }
+            let Some(&(_, pod)) = self.idle.first() else {
+                return false;
+            };
+            let Some(PodState::Warm(w)) = self.pods.get(&pod).map(|p| p.state) else {
+                return false;
+            };
+            self.detach(pod);
+            self.set_state(pod, PodState::Standby);
+            self.standby.insert(pod);
+            out.push(Decision::Reset {
+                pod,
+                reason: Reason::Recycled {
+                    from: w.caller,
+                    to: caller,
+                },
+            });
+            if !self.promote(pod, id, false, out) {
+                return false;
+            }
+            if self.jobs.get(&id).is_some_and(|j| j.need() == 0) {
+                self.start_job(id, out);
+            }
+        }
+        true
+    }
+
+    /// Releases idle pods (warm idle longest first, then standby) so that a
+    /// job can be placed; never an active one. Waits for pods already
+    /// draining before it releases more.
+    fn make_room(
+        &mut self,
+        id: JobId,
+        pods_short: u32,
+        shares_short: u64,
+        out: &mut Vec<Decision>,
+    ) {
+        if self.counts[StateKind::Draining as usize] > 0 {
+            return;
+        }
+        let (mut pods, mut shares) = (0u32, 0u64);
+        while pods == 0 || pods < pods_short || shares < shares_short {
+            let victim = self.idle.first().map(|&(_, p)| p).or_else(|| {
+                // The standby pod on the emptiest GPU frees the most useful room.
+                self.standby.iter().copied().max_by_key(|p| {
+                    self.pods.get(p).map_or(0, |pod| {
+                        pod.placement
+                            .0
+                            .first()
+                            .map_or(0, |s| self.inv.free_on(s.gpu))
+                    })
+                })
+            });
+            let Some(victim) = victim else {
+                return;
+            };
+            pods += 1;
+            shares += self
+                .pods
+                .get(&victim)
+                .map_or(0, |p| u64::from(p.placement.shares()));
+            self.release(victim, Reason::MakeRoom { job: id }, out);
+        }
+    }
+
+    fn standby_target(&self) -> u32 {
+        if !self.mode.standby {
+            return 0;
+        }
+        let s = &self.cfg.standby;
+        self.handovers
+            .peak(self.now, self.start_time.ms(), millis(s.horizon))
+            .clamp(s.min, s.max)
+    }
+
+    fn budget_now(&self) -> (Shares, BudgetInputs) {
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        let rate = self.arrivals.per_s(self.now, tau);
+        let horizon_s = self.cfg.budget.horizon.as_secs_f64();
+        let target = self.standby_target();
+        let pods = rate.mul_add(horizon_s, f64::from(self.queued_pods));
+        let demand = pods.mul_add(
+            f64::from(self.cfg.pod_shares.0),
+            f64::from(target * self.standby_shares()),
+        );
+        let bounds = self.cfg.budget.pool;
+        let budget = bounds.clamp(demand);
+        let inputs = BudgetInputs {
+            queued_pods: self.queued_pods,
+            arrival_rate_per_s: rate,
+            standby_target: target,
+            demand: Shares(demand.ceil().min(f64::from(u32::MAX)) as u32),
+            floor: bounds.floor,
+            ceiling: bounds.ceiling,
+        };
+        (budget, inputs)
+    }
+
+    /// Each tenant's budget for its warm pods: the pool's budget left after
+    /// standby, split in proportion to the tenants' demand (evenly among
+    /// tenants holding warm pods when there is none), within each tenant's
+    /// floor and ceiling. With one tenant it is the pool's budget.
+    fn tenant_budgets(&self, pool_budget: Shares) -> Vec<(TenantId, Shares)> {
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        let horizon_s = self.cfg.budget.horizon.as_secs_f64();
+        let demand = |t: &TenantState| {
+            t.arrivals
+                .per_s(self.now, tau)
+                .mul_add(horizon_s, f64::from(t.queued_pods))
+        };
+        // Summed in tenant order so that the result does not depend on the
+        // map's iteration order: the policy is deterministic.
+        let mut demands: Vec<(TenantId, f64)> = self
+            .tenants
+            .iter()
+            .map(|(&id, t)| (id, demand(t)))
+            .collect();
+        demands.sort_unstable_by_key(|d| d.0);
+        let total: f64 = demands.iter().map(|d| d.1).sum();
+        let holders = self.tenants.values().filter(|t| t.warm > 0).count().max(1) as f64;
+        let warm_budget = u64::from(pool_budget.0).saturating_sub(self.held[2]) as f64;
+        let mut budgets: Vec<(TenantId, Shares)> = self
+            .tenants
+            .iter()
+            .map(|(&id, t)| {
+                let share = if total > 0.0 {
+                    demand(t) / total
+                } else if t.warm > 0 {
+                    1.0 / holders
+                } else {
+                    0.0
+                };
+                (id, self.cfg.tenant_bounds(id).clamp(warm_budget * share))
+            })
+            .collect();
+        budgets.sort_unstable();
+        budgets
+    }
+
+    fn enforce_budget(&mut self, out: &mut Vec<Decision>) {
+        let (budget, inputs) = self.budget_now();
+        self.budget = Some((budget, inputs));
+        let step = self.cfg.shares_per_gpu.max(self.cfg.pod_shares.0);
+        let changed = self.emitted_budget.is_none_or(|e| {
+            e.0.abs_diff(budget.0) >= step
+                || (e != budget && (budget == inputs.floor || budget == inputs.ceiling))
+        });
+        if changed {
+            self.emitted_budget = Some(budget);
+            out.push(Decision::Budget {
+                budget,
+                gpus: budget.gpus(self.cfg.shares_per_gpu),
+                inputs,
+            });
+        }
+
+        // Warm plus standby within the pool's budget: warm idle longest first
+        // (sparing tenants at their floor), then standby.
+        loop {
+            let held = self.held[1] + self.held[2];
+            if held <= u64::from(budget.0) {
+                break;
+            }
+            let victim = self
+                .idle
+                .iter()
+                .find_map(|&(_, p)| {
+                    let pod = self.pods.get(&p)?;
+                    let PodState::Warm(w) = pod.state else {
+                        return None;
+                    };
+                    let floor = u64::from(self.cfg.tenant_bounds(w.tenant).floor.0);
+                    let t = self.tenants.get(&w.tenant)?;
+                    (t.warm.saturating_sub(u64::from(pod.placement.shares())) >= floor).then_some(p)
+                })
+                .or_else(|| self.standby.last().copied())
+                .or_else(|| {
+                    self.pods
+                        .iter()
+                        .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
+                        .map(|(&id, _)| id)
+                        .max()
+                });
+            let Some(victim) = victim else {
+                break;
+            };
+            let reason = Reason::OverBudget {
+                held: Shares(held.min(u64::from(u32::MAX)) as u32),
+                budget,
+            };
+            self.release(victim, reason, out);
+        }
+
+        // Each tenant's warm pods within its own budget.
+        let over: Vec<(TenantId, Shares)> = self
+            .tenant_budgets(budget)
+            .into_iter()
+            .filter(|(id, b)| self.tenants[id].warm > u64::from(b.0))
+            .collect();
+        for (tenant, b) in over {
+            while let Some(held) = self.tenants.get(&tenant).map(|t| t.warm)
+                && held > u64::from(b.0)
+            {
+                let victim = self
+                    .idle
+                    .iter()
+                    .find_map(|&(_, p)| match self.pods.get(&p)?.state {
+                        PodState::Warm(w) if w.tenant == tenant => Some(p),
+                        _ => None,
+                    });
+                let Some(victim) = victim else {
+                    break;
+                };
+                let reason = Reason::OverTenantBudget {
+                    tenant,
+                    held: Shares(held.min(u64::from(u32::MAX)) as u32),
+                    budget: b,
+                };
+                self.release(victim, reason, out);
+            }
+        }
+    }
+
+    fn keep_standby(&mut self, out: &mut Vec<Decision>) {
+        let target = self.standby_target();
+        let starting = self.counts[StateKind::StartingStandby as usize];
+        let mut have = self.standby.len() as u32 + starting;
+        let share = self.standby_shares();
+        while have < target {
+            if self.pods.len() as u32 >= self.cfg.max_pods {
+                break;
+            }
+            if let Some((budget, _)) = self.budget
+                && self.held[1] + self.held[2] + u64::from(share) > u64::from(budget.0)
+            {
+                break;
+            }
+            let Some(placement) = self.inv.alloc(share, None) else {
+                break;
+            };
+            let size = self.cfg.pod_shares;
+            let pod = self.add_pod(
+                PodState::Starting(Purpose::Standby),
+                placement.clone(),
+                size,
+            );
+            out.push(Decision::StartPod {
+                pod,
+                purpose: Purpose::Standby,
+                placement,
+                reason: Reason::StandbyRefill { have, target },
+            });
+            have += 1;
+        }
+        if have > target {
+            // Cancel surplus starts first: a ready standby pod is worth more.
+            let mut surplus: Vec<PodId> = self
+                .pods
+                .iter()
+                .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
+                .map(|(&id, _)| id)
+                .collect();
+            surplus.sort_unstable();
+            let mut order: Vec<PodId> = self.standby.iter().copied().collect();
+            order.extend(surplus);
+            let mut surplus = order;
+            while have > target {
+                let Some(pod) = surplus.pop() else {
+                    break;
+                };
+                self.release(pod, Reason::StandbySurplus { have, target }, out);
+                have -= 1;
+            }
+        }
+    }
+
+    fn fill_fixed(&mut self, size: u32, out: &mut Vec<Decision>) {
+        while self.live_pods() < size {
+            let Some(placement) = self.inv.alloc(self.cfg.pod_shares.0, None) else {
+                return;
+            };
+            let pod = self.add_pod(
+                PodState::Starting(Purpose::Standby),
+                placement.clone(),
+                self.cfg.pod_shares,
+            );
+            out.push(Decision::StartPod {
+                pod,
+                purpose: Purpose::Standby,
+                placement,
+                reason: Reason::FixedPool { size },
+            });
+        }
+    }
+
+    /// Forgets callers and tenants with nothing left, so memory follows live
+    /// callers rather than every caller ever seen.
+    fn sweep(&mut self) {
+        let now = self.now.as_millis();
+        let ttl = millis(self.cfg.caller_ttl);
+        self.callers.retain(|_, c| {
+            c.in_flight > 0
+                || !c.warm.is_empty()
+                || !c.queued.is_empty()
+                || now.saturating_sub(c.last_seen.as_millis()) < ttl
+        });
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        let at = self.now;
+        self.tenants
+            .retain(|_, t| t.warm > 0 || t.queued_pods > 0 || t.arrivals.per_s(at, tau) > 1e-6);
+    }
+
+    // ---- views -------------------------------------------------------------
+
+    /// The pool as the API shows it. O(pods + callers).
+    pub fn snapshot(&self) -> Snapshot {
+        let per = self.cfg.shares_per_gpu;
+        let gpus = |s: u64| s as f64 / f64::from(per);
+        let c = |k: StateKind| self.counts[k as usize];
+        let budgets: HashMap<TenantId, Shares> = if self.mode.budget {
+            self.tenant_budgets(self.budget_now().0)
+                .into_iter()
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        let mut tenants: Vec<TenantView> = self
+            .tenants
+            .iter()
+            .map(|(&tenant, t)| TenantView {
+                tenant,
+                warm: Shares(t.warm.min(u64::from(u32::MAX)) as u32),
+                queued_pods: t.queued_pods,
+                budget: budgets.get(&tenant).copied(),
+            })
+            .collect();
+        tenants.sort_by_key(|t| t.tenant);
+        let mut callers: Vec<CallerView> = self
+            .callers
+            .iter()
+            .map(|(&caller, s)| CallerView {
+                caller,
+                tenant: s.tenant,
+                keep_alive_ms: self.keep_alive_ms(caller),
+                pauses: s.pauses.len() as u32,
+                warm_pods: s.warm.len() as u32,
+                in_flight: s.in_flight,
+            })
+            .collect();
+        callers.sort_by_key(|c| c.caller);
+        let mut pod_list: Vec<PodView> = self
+            .pods
+            .iter()
+            .map(|(&pod, p)| PodView {
+                pod,
+                state: StateKind::of(&p.state).name(),
+                caller: match p.state {
+                    PodState::Warm(w) => Some(w.caller),
+                    PodState::Reserved(j) | PodState::Active(j) => {
+                        self.jobs.get(&j).map(|j| j.caller)
+                    }
+                    _ => None,
+                },
+                job: match p.state {
+                    PodState::Reserved(j)
+                    | PodState::Active(j)
+                    | PodState::Starting(Purpose::ForJob(j)) => Some(j),
+                    _ => None,
+                },
+                placement: p.placement.clone(),
+            })
+            .collect();
+        pod_list.sort_by_key(|p| p.pod);
+        let held = self.held();
+        let budget = if self.mode.budget {
+            let (budget, inputs) = self.budget_now();
+            Some(BudgetView {
+                budget,
+                gpus: budget.gpus(per),
+                inputs,
+            })
+        } else {
+            None
+        };
+        Snapshot {
+            policy: self.kind.to_string(),
+            at: self.now,
+            pods: PodCounts {
+                starting: c(StateKind::StartingJob) + c(StateKind::StartingStandby),
+                standby: c(StateKind::Standby),
+                warm: c(StateKind::Warm),
+                reserved: c(StateKind::Reserved),
+                active: c(StateKind::Active),
+                draining: c(StateKind::Draining),
+            },
+            gpus: GpuView {
+                inventory: self.cfg.gpus,
+                shares_per_gpu: per,
+                held_shares: held,
+                active: gpus(held.active),
+                warm: gpus(held.warm),
+                standby: gpus(held.standby),
+                draining: gpus(held.draining),
+                free: gpus(self.inv.free_total()),
+            },
+            budget,
+            standby_target: self.standby_target(),
+            queued_jobs: self.queue.len() as u32,
+            queued_pods: self.queued_pods,
+            tenants,
+            callers,
+            pod_list,
+        }
+    }
+
+    /// Checks every invariant the module docs promise; panics with what broke.
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        let per = self.inv.per_gpu();
+        let mut used = vec![0u32; self.inv.free_per_gpu().len()];
+        let mut held = [0u64; 4];
+        let mut counts = [0u32; STATE_KINDS];
+        let mut tenant_warm: HashMap<TenantId, u64> = HashMap::new();
+        for (&id, p) in &self.pods {
+            for s in &p.placement.0 {
+                used[s.gpu as usize] += s.shares;
+            }
+            let k = StateKind::of(&p.state);
+            held[k.category()] += u64::from(p.placement.shares());
+            counts[k as usize] += 1;
+            match p.state {
+                PodState::Warm(w) => {
+                    assert!(self.idle.contains(&(w.since, id)), "{id} warm, not indexed");
+                    let c = &self.callers[&w.caller];
+                    assert_eq!(c.warm.iter().filter(|&&x| x == id).count(), 1);
+                    if let Some(e) = w.expires {
+                        assert!(self.expiry.contains(&(e, id)));
+                    }
+                    *tenant_warm.entry(w.tenant).or_default() += u64::from(p.placement.shares());
+                    assert_eq!(p.placement.shares(), p.size.0, "warm pod at its size");
+                }
+                PodState::Standby => assert!(self.standby.contains(&id)),
+                PodState::Reserved(j) | PodState::Active(j) => {
+                    let job = &self.jobs[&j];
+                    assert_eq!(job.running, matches!(p.state, PodState::Active(_)));
+                    assert!(job.held.iter().any(|h| h.pod == id));
+                    assert_eq!(
+                        p.placement.shares(),
+                        job.size.0,
+                        "{id} holds its job's size"
+                    );
+                }
+                PodState::Starting(Purpose::ForJob(j)) => {
+                    assert!(
+                        self.jobs[&j].starting.contains(&id),
+                        "{id} starting for {j}"
+                    );
+                }
+                _ => {}
+            }
+        }
+        for (gpu, (&free, &u)) in self.inv.free_per_gpu().iter().zip(&used).enumerate() {
+            assert_eq!(free + u, per, "GPU {gpu}: books disagree with placements");
+        }
+        assert_eq!(held, self.held, "held shares");
+        assert_eq!(counts, self.counts, "pod counts");
+        assert_eq!(
+            self.standby.len() as u32,
+            counts[StateKind::Standby as usize]
+        );
+        assert_eq!(self.idle.len() as u32, counts[StateKind::Warm as usize]);
+        for (t, s) in &self.tenants {
+            assert_eq!(s.warm, tenant_warm.get(t).copied().unwrap_or(0), "{t} warm");
+        }
+        let mut queued = 0;
+        for (key, j) in &self.queue {
+            let job = &self.jobs[j];
+            assert!(job.enqueued && !job.running && job.key == *key);
+            queued += job.pods;
+        }
+        assert_eq!(queued, self.queued_pods);
+        for (id, job) in &self.jobs {
+            assert_eq!(
+                job.enqueued,
+                self.queue.contains_key(&job.key),
+                "{id} queue"
+            );
+            if job.enqueued && job.uncovered() > 0 {
+                assert!(
+                    self.uncovered.contains_key(&job.key),
+                    "{id} uncovered, not indexed"
+                );
+            }
+        }
+    }
+}

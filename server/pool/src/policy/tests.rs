@@ -1,0 +1,904 @@
+//! Policy rules, driven with a fake clock.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::*;
+use crate::Instant;
+use crate::rng::SplitMix64;
+
+const S: u32 = 8;
+
+fn cfg() -> Config {
+    Config {
+        gpus: 4,
+        shares_per_gpu: S,
+        pod_shares: Shares(S),
+        max_pods: 64,
+        standby: StandbyConfig {
+            min: 0,
+            max: 0,
+            ..StandbyConfig::default()
+        },
+        ..Config::default()
+    }
+}
+
+fn keepalive(secs: u64) -> Kind {
+    Kind::KeepAlive {
+        keep_alive: Duration::from_secs(secs),
+    }
+}
+
+/// A pool, a fake clock, and the decisions of the last event.
+struct Fake {
+    pool: Pool,
+    t: u64,
+}
+
+impl Fake {
+    fn new(kind: Kind, cfg: Config) -> (Fake, Vec<Decision>) {
+        let mut f = Fake {
+            pool: Pool::new(kind, cfg).unwrap(),
+            t: 0,
+        };
+        let d = f.ev(Event::Tick);
+        (f, d)
+    }
+
+    fn at(&mut self, ms: u64) -> &mut Fake {
+        self.t = ms;
+        self
+    }
+
+    fn ev(&mut self, e: Event) -> Vec<Decision> {
+        let mut out = Vec::new();
+        self.pool
+            .handle(Instant::from_millis(self.t), e, &mut out)
+            .unwrap();
+        self.pool.check_invariants();
+        out
+    }
+
+    fn queue(&mut self, job: u64, caller: u64) -> Vec<Decision> {
+        self.ev(Event::JobQueued(Request::new(
+            JobId(job),
+            CallerId(caller),
+            TenantId(0),
+        )))
+    }
+
+    fn finish(&mut self, job: u64) -> Vec<Decision> {
+        self.ev(Event::JobFinished { job: JobId(job) })
+    }
+
+    fn ready(&mut self, pod: PodId) -> Vec<Decision> {
+        self.ev(Event::PodReady { pod })
+    }
+
+    fn gone(&mut self, pod: PodId) -> Vec<Decision> {
+        self.ev(Event::PodGone { pod })
+    }
+
+    /// Runs `job` of `caller` to the point it is assigned, starting pods as
+    /// asked; returns its source and pod.
+    fn run(&mut self, job: u64, caller: u64) -> (Source, PodId) {
+        let mut d = self.queue(job, caller);
+        loop {
+            if let Some((_, pod, source)) = assigns(&d).into_iter().find(|a| a.0 == JobId(job)) {
+                return (source, pod);
+            }
+            let started = starts(&d);
+            assert!(
+                !started.is_empty(),
+                "job {job} neither assigned nor started: {d:?}"
+            );
+            d = Vec::new();
+            for pod in started {
+                d.extend(self.ready(pod));
+            }
+        }
+    }
+}
+
+fn assigns(d: &[Decision]) -> Vec<(JobId, PodId, Source)> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Assign {
+                job, pod, source, ..
+            } => Some((*job, *pod, *source)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn starts(d: &[Decision]) -> Vec<PodId> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::StartPod { pod, .. } => Some(*pod),
+            _ => None,
+        })
+        .collect()
+}
+
+fn releases(d: &[Decision]) -> Vec<(PodId, Reason)> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Release { pod, reason } => Some((*pod, reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_warm_pod_serves_only_its_last_caller() {
+    let (mut f, _) = Fake::new(keepalive(60), cfg());
+    let (src, a_pod) = f.run(1, 100);
+    assert_eq!(src, Source::Cold);
+    f.at(1_000).finish(1);
+    // Another caller never gets A's warm pod, even with the pool otherwise idle.
+    let (src, b_pod) = f.at(2_000).run(2, 200);
+    assert_eq!(src, Source::Cold);
+    assert_ne!(a_pod, b_pod);
+    // A's next job does.
+    let d = f.at(3_000).queue(3, 100);
+    assert_eq!(assigns(&d), vec![(JobId(3), a_pod, Source::Warm)]);
+    assert!(matches!(
+        &d[0],
+        Decision::Assign {
+            reason: Reason::WarmAffinity {
+                caller: CallerId(100),
+                idle_ms: 2_000
+            },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn standby_is_promoted_on_handover_and_refilled() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 2,
+        max: 8,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    let standby = starts(&d);
+    assert_eq!(standby.len(), 2);
+    for d in &d {
+        if let Decision::StartPod {
+            purpose, placement, ..
+        } = d
+        {
+            assert_eq!(*purpose, Purpose::Standby);
+            // Zero VRAM, one share.
+            assert_eq!(placement.shares(), 1);
+        }
+    }
+    f.at(30_000);
+    for &p in &standby {
+        f.ready(p);
+    }
+    // Two standby shares sit on one GPU, beside each other.
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.pods.standby, 2);
+    assert_eq!(snap.gpus.held_shares.standby, 2);
+
+    let d = f.at(31_000).queue(1, 100);
+    let promoted = d.iter().find_map(|d| match d {
+        Decision::Promote { pod, placement, .. } => Some((*pod, placement.shares())),
+        _ => None,
+    });
+    let (pod, shares) = promoted.expect("a standby pod is promoted");
+    assert!(standby.contains(&pod));
+    assert_eq!(shares, S, "promoted to the profile's GPUs");
+    assert_eq!(assigns(&d), vec![(JobId(1), pod, Source::Standby)]);
+    // Refilled to the target.
+    assert_eq!(starts(&d).len(), 1);
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.pods.standby + snap.pods.starting, 2);
+}
+
+#[test]
+fn standby_target_follows_the_largest_recent_burst() {
+    let mut c = cfg();
+    c.gpus = 16;
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 10,
+        ..StandbyConfig::default()
+    };
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    // Six new callers within one start time: six handovers.
+    for i in 0..6 {
+        f.at(1_000 + i * 100).queue(i, 100 + i);
+    }
+    assert_eq!(f.pool.snapshot().standby_target, 6);
+    // Held over the horizon (120 s), then back to the minimum.
+    f.at(100_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 6);
+    f.at(200_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+}
+
+/// Drives random events through a pool, acting as a runtime that starts pods
+/// after a delay, runs jobs for a while, loses pods now and then and cancels
+/// jobs; checks the policy's invariants after every event.
+fn fuzz(kind: Kind, seed: u64) {
+    let mut rng = SplitMix64::new(seed);
+    let mut c = Config {
+        gpus: 6,
+        shares_per_gpu: S,
+        pod_shares: Shares(S),
+        max_pods: 24,
+        standby: StandbyConfig {
+            min: 1,
+            max: 6,
+            ..StandbyConfig::default()
+        },
+        ..Config::default()
+    };
+    c.keep_alive.default = Duration::from_secs(20);
+    c.keep_alive.min_samples = 2;
+    c.budget.pool.ceiling = Shares(3 * S);
+    c.budget.tenant.ceiling = Shares(2 * S);
+    if let Kind::AlwaysOn { .. } = kind {
+        c.max_pods = 5;
+    }
+    let mut pool = Pool::new(kind, c).unwrap();
+    let mut now = 0u64;
+    let mut out = Vec::new();
+    // Timed runtime events: (time, event).
+    let mut pending: Vec<(u64, Event)> = vec![(0, Event::Tick)];
+    let mut job_caller: HashMap<JobId, CallerId> = HashMap::new();
+    let mut last_caller: HashMap<PodId, CallerId> = HashMap::new();
+    let mut active: HashSet<PodId> = HashSet::new();
+    let mut running: HashMap<JobId, Vec<PodId>> = HashMap::new();
+    let mut next_job = 0u64;
+    for _ in 0..3_000 {
+        let roll = rng.below(100);
+        let event = if roll < 25 {
+            let caller = CallerId(rng.below(8));
+            let mut req = Request::new(JobId(next_job), caller, TenantId(caller.0 % 3));
+            next_job += 1;
+            req.pods = if rng.below(10) == 0 { 2 } else { 1 };
+            req.priority = rng.below(3) as i32;
+            req.shares = match rng.below(4) {
+                0 => Some(Shares(2)),
+                1 => Some(Shares(2 * S)),
+                _ => None,
+            };
+            job_caller.insert(req.job, caller);
+            Event::JobQueued(req)
+        } else if roll < 27 && !job_caller.is_empty() {
+            // Cancel (or finish) any known job.
+            let mut ids: Vec<JobId> = job_caller.keys().copied().collect();
+            ids.sort_unstable();
+            let job = ids[rng.below(ids.len() as u64) as usize];
+            pending.retain(|(_, e)| *e != Event::JobFinished { job });
+            Event::JobFinished { job }
+        } else if roll < 29 {
+            // The runtime loses a pod.
+            let snap = pool.snapshot();
+            if snap.pod_list.is_empty() {
+                Event::Tick
+            } else {
+                let p = snap.pod_list[rng.below(snap.pod_list.len() as u64) as usize].pod;
+                pending.retain(|(_, e)| {
+                    *e != Event::PodReady { pod: p } && *e != Event::PodGone { pod: p }
+                });
+                Event::PodGone { pod: p }
+            }
+        } else if let Some(i) = (0..pending.len()).min_by_key(|&i| pending[i].0) {
+            let (t, e) = pending.remove(i);
+            now = now.max(t);
+            e
+        } else {
+            now += 1_000;
+            Event::Tick
+        };
+        if let Event::JobFinished { job } = event {
+            job_caller.remove(&job);
+            for pod in running.remove(&job).unwrap_or_default() {
+                active.remove(&pod);
+            }
+        }
+        if let Event::PodGone { pod } = event {
+            active.remove(&pod);
+        }
+        now += rng.below(400);
+        out.clear();
+        pool.handle(Instant::from_millis(now), event, &mut out)
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        pool.check_invariants();
+        for d in &out {
+            match d {
+                Decision::StartPod { pod, .. } => {
+                    pending.push((
+                        now + 5_000 + rng.below(5_000),
+                        Event::PodReady { pod: *pod },
+                    ));
+                }
+                Decision::Assign {
+                    job, pod, source, ..
+                } => {
+                    let caller = job_caller[job];
+                    if *source == Source::Warm {
+                        assert_eq!(
+                            last_caller.get(pod),
+                            Some(&caller),
+                            "{kind}: warm pod crossed callers"
+                        );
+                    } else {
+                        // A pod bound anew was never bound before, or was wiped.
+                        assert!(
+                            !last_caller.contains_key(pod),
+                            "{kind}: {pod} reused unwiped"
+                        );
+                    }
+                    last_caller.insert(*pod, caller);
+                    assert!(active.insert(*pod), "{kind}: {pod} assigned twice");
+                    let pods = running.entry(*job).or_default();
+                    pods.push(*pod);
+                    if pods.len() == 1 {
+                        pending.push((now + rng.below(8_000), Event::JobFinished { job: *job }));
+                    }
+                }
+                Decision::Reset { pod, .. } => {
+                    last_caller.remove(pod);
+                }
+                Decision::Release { pod, .. } => {
+                    assert!(!active.contains(pod), "{kind}: active {pod} released");
+                    assert!(
+                        !matches!(kind, Kind::AlwaysOn { .. }),
+                        "always-on released {pod}"
+                    );
+                    pending.retain(|(_, e)| *e != Event::PodReady { pod: *pod });
+                    pending.push((now + rng.below(2_000), Event::PodGone { pod: *pod }));
+                }
+                Decision::Promote { .. } | Decision::Budget { .. } => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn random_events_keep_every_invariant_under_every_policy() {
+    for seed in 0..6 {
+        for kind in [
+            Kind::Fresh,
+            Kind::AlwaysOn { size: None },
+            keepalive(10),
+            Kind::Firepool,
+        ] {
+            fuzz(kind, seed);
+        }
+    }
+}
+
+#[test]
+fn shares_are_never_over_committed_and_waiting_jobs_get_freed_capacity() {
+    let mut c = cfg();
+    c.gpus = 1;
+    c.pod_shares = Shares(3);
+    let (mut f, _) = Fake::new(Kind::Fresh, c);
+    f.run(1, 1);
+    f.run(2, 2);
+    // 3 + 3 of 8 shares are held; a third 3-share pod does not fit.
+    let d = f.queue(3, 3);
+    assert!(starts(&d).is_empty());
+    assert_eq!(f.pool.snapshot().queued_jobs, 1);
+    assert_eq!(f.pool.snapshot().gpus.held_shares.active, 6);
+    // A finished job's pod is released; once gone, the third job starts.
+    let d = f.at(5_000).finish(1);
+    let (gone, _) = releases(&d)[0].clone();
+    assert!(
+        starts(&d).is_empty(),
+        "capacity is not reused before the pod is gone"
+    );
+    let d = f.gone(gone);
+    assert_eq!(starts(&d).len(), 1);
+}
+
+#[test]
+fn over_budget_releases_the_warm_pod_idle_longest_and_never_an_active_one() {
+    let mut c = cfg();
+    c.budget.pool.ceiling = Shares(2 * S);
+    // Demand far above the ceiling: only the ceiling binds.
+    c.budget.horizon = Duration::from_secs(3_600);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    let mut pods = Vec::new();
+    for caller in 1..=4 {
+        pods.push(f.run(caller, caller).1);
+    }
+    f.at(10_000).finish(1);
+    f.at(11_000).finish(2);
+    let d = f.at(12_000).finish(3);
+    let released = releases(&d);
+    assert_eq!(released.len(), 1);
+    assert_eq!(released[0].0, pods[0], "caller 1's pod was idle longest");
+    assert!(matches!(released[0].1, Reason::OverBudget { .. }));
+    // Job 4 still runs on its pod, over budget or not: only warm and standby count.
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.pods.active, 1);
+    assert_eq!(snap.gpus.held_shares.warm, u64::from(2 * S));
+}
+
+#[test]
+fn a_tenant_over_its_budget_loses_its_own_idle_pods_only() {
+    let mut c = cfg();
+    c.budget.horizon = Duration::from_secs(3_600);
+    c.budget.tenants.insert(
+        TenantId(1),
+        Bounds {
+            floor: Shares(0),
+            ceiling: Shares(S),
+        },
+    );
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    let run = |f: &mut Fake, job: u64, caller: u64, tenant: u64| {
+        let mut d = f.ev(Event::JobQueued(Request::new(
+            JobId(job),
+            CallerId(caller),
+            TenantId(tenant),
+        )));
+        for p in starts(&d) {
+            d = f.ready(p);
+        }
+        assigns(&d)[0].1
+    };
+    let other = run(&mut f, 1, 10, 2);
+    let first = run(&mut f, 2, 20, 1);
+    run(&mut f, 3, 21, 1);
+    f.at(1_000).finish(1);
+    f.at(2_000).finish(2);
+    let d = f.at(3_000).finish(3);
+    let released = releases(&d);
+    assert_eq!(released.len(), 1);
+    assert_eq!(released[0].0, first);
+    assert!(matches!(
+        released[0].1,
+        Reason::OverTenantBudget {
+            tenant: TenantId(1),
+            ..
+        }
+    ));
+    assert!(
+        f.pool
+            .snapshot()
+            .pod_list
+            .iter()
+            .any(|p| p.pod == other && p.state == "warm")
+    );
+}
+
+#[test]
+fn budget_follows_demand_between_floor_and_ceiling() {
+    let mut c = cfg();
+    c.gpus = 8;
+    c.budget.pool = Bounds {
+        floor: Shares(S),
+        ceiling: Shares(6 * S),
+    };
+    c.keep_alive.default = Duration::from_secs(3_600);
+    c.budget.horizon = Duration::from_secs(600);
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    let first = d.iter().find_map(|d| match d {
+        Decision::Budget { budget, .. } => Some(*budget),
+        _ => None,
+    });
+    assert_eq!(first, Some(Shares(S)), "no demand: the floor");
+    // A burst of work raises the budget to the ceiling.
+    for i in 0..5 {
+        f.at(i * 1_000).run(i, i);
+    }
+    let snap = f.pool.snapshot().budget.unwrap();
+    assert_eq!(snap.budget, Shares(6 * S));
+    assert!(snap.inputs.arrival_rate_per_s > 0.0);
+    for i in 0..5 {
+        f.at(10_000 + i).finish(i);
+    }
+    assert_eq!(f.pool.snapshot().pods.warm, 5);
+    // Quiet for ten minutes: the rate decays, the budget falls to the floor
+    // and idle pods go, the longest idle first.
+    let mut released = Vec::new();
+    for s in 11..600 {
+        let d = f.at(s * 1_000).ev(Event::Tick);
+        released.extend(releases(&d).into_iter().map(|(p, _)| p));
+    }
+    assert_eq!(f.pool.snapshot().budget.unwrap().budget, Shares(S));
+    assert_eq!(f.pool.snapshot().pods.warm, 1);
+    assert_eq!(released.len(), 4);
+}
+
+#[test]
+fn keep_alive_follows_each_callers_pauses() {
+    let (mut f, _) = Fake::new(Kind::Firepool, cfg());
+    let ka = |f: &Fake, caller| f.pool.keep_alive(CallerId(caller)).unwrap();
+    // No history: the pool default.
+    assert_eq!(ka(&f, 1), Duration::from_secs(120));
+    // Caller 1 pauses 5 s between jobs, caller 2 pauses 1 s; jobs take 200 ms.
+    let mut job = 0;
+    for (caller, start, pause) in [(1u64, 0u64, 5_000u64), (2, 100_000, 1_000)] {
+        let mut t = start;
+        for i in 0..6 {
+            let (src, _) = f.at(t).run(job, caller);
+            assert_eq!(src, if i == 0 { Source::Cold } else { Source::Warm });
+            f.at(t + 200).finish(job);
+            job += 1;
+            t += 200 + pause;
+        }
+    }
+    // The 0.9 percentile of each caller's own pauses, plus the 2 s margin.
+    assert_eq!(ka(&f, 1), Duration::from_millis(5_000 + 2_000));
+    assert_eq!(ka(&f, 2), Duration::from_millis(1_000 + 2_000));
+    assert_eq!(f.pool.snapshot().callers[1].keep_alive_ms, Some(3_000));
+}
+
+#[test]
+fn keep_alive_releases_exactly_when_the_caller_is_quiet_too_long() {
+    let mut c = cfg();
+    c.keep_alive.min_samples = 3;
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    let mut t = 0;
+    let mut pod = None;
+    for job in 0..4 {
+        let (_, p) = f.at(t).run(job, 7);
+        pod = Some(p);
+        t += 1_000;
+        f.at(t).finish(job);
+        t += 4_000; // 4 s pauses
+    }
+    let pod = pod.unwrap();
+    let last_end = t - 4_000;
+    // p90 of [4 s, 4 s, 4 s] + 2 s = 6 s.
+    assert_eq!(f.pool.keep_alive(CallerId(7)), Some(Duration::from_secs(6)));
+    assert_eq!(
+        f.pool
+            .next_wakeup()
+            .map(|w| w.as_millis() <= last_end + 6_000),
+        Some(true)
+    );
+    let d = f.at(last_end + 5_999).ev(Event::Tick);
+    assert!(releases(&d).is_empty());
+    let d = f.at(last_end + 6_000).ev(Event::Tick);
+    assert_eq!(
+        releases(&d),
+        vec![(
+            pod,
+            Reason::KeepAliveExpired {
+                caller: CallerId(7),
+                idle_ms: 6_000,
+                keep_alive_ms: 6_000
+            }
+        )]
+    );
+}
+
+#[test]
+fn keep_alive_is_clamped_to_its_bounds() {
+    let mut c = cfg();
+    c.keep_alive.min_samples = 1;
+    c.keep_alive.max = Duration::from_secs(30);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    f.run(1, 1);
+    f.at(1_000).finish(1);
+    f.at(1_000_000).run(2, 1);
+    assert_eq!(
+        f.pool.keep_alive(CallerId(1)),
+        Some(Duration::from_secs(30))
+    );
+    f.at(1_000_001).finish(2);
+    f.at(1_000_002).run(3, 1);
+    // p90 of [999 s, 1 ms] is still 999 s: clamped.
+    assert_eq!(
+        f.pool.keep_alive(CallerId(1)),
+        Some(Duration::from_secs(30))
+    );
+}
+
+#[test]
+fn the_queue_is_priority_then_fifo() {
+    let mut c = cfg();
+    c.gpus = 1;
+    let (mut f, _) = Fake::new(Kind::Fresh, c);
+    f.run(1, 1);
+    let prio = |f: &mut Fake, job: u64, p: i32| {
+        let mut r = Request::new(JobId(job), CallerId(job), TenantId(0));
+        r.priority = p;
+        assert!(starts(&f.ev(Event::JobQueued(r))).is_empty());
+    };
+    prio(&mut f, 2, 0);
+    prio(&mut f, 3, 5);
+    prio(&mut f, 4, 5);
+    let mut order = Vec::new();
+    let mut finishing = 1;
+    for _ in 0..3 {
+        let d = f.finish(finishing);
+        let (gone, _) = releases(&d)[0].clone();
+        let d = f.gone(gone);
+        let d = f.ready(starts(&d)[0]);
+        let (job, _, _) = assigns(&d)[0];
+        order.push(job.0);
+        finishing = job.0;
+    }
+    assert_eq!(order, vec![3, 4, 2]);
+}
+
+#[test]
+fn a_gang_starts_all_its_pods_together() {
+    let (mut f, _) = Fake::new(keepalive(60), cfg());
+    let gang = |job: u64, pods: u32| {
+        let mut r = Request::new(JobId(job), CallerId(1), TenantId(0));
+        r.pods = pods;
+        Event::JobQueued(r)
+    };
+    let d = f.ev(gang(1, 2));
+    let pods = starts(&d);
+    assert_eq!(pods.len(), 2);
+    assert!(
+        assigns(&f.ready(pods[0])).is_empty(),
+        "half a gang does not start"
+    );
+    let d = f.ready(pods[1]);
+    assert_eq!(assigns(&d).len(), 2);
+    f.at(1_000).finish(1);
+    // The next gang of the caller: both warm.
+    let d = f.at(2_000).ev(gang(2, 2));
+    assert!(assigns(&d).iter().all(|a| a.2 == Source::Warm));
+    f.at(3_000).finish(2);
+    // A bigger gang: two warm pods wait, reserved, for the third.
+    let d = f.at(4_000).ev(gang(3, 3));
+    assert!(assigns(&d).is_empty());
+    assert_eq!(f.pool.snapshot().pods.reserved, 2);
+    let d = f.ready(starts(&d)[0]);
+    let sources: Vec<Source> = assigns(&d).iter().map(|a| a.2).collect();
+    assert_eq!(sources.iter().filter(|s| **s == Source::Warm).count(), 2);
+    assert_eq!(sources.iter().filter(|s| **s == Source::Cold).count(), 1);
+}
+
+#[test]
+fn a_lost_starting_pod_is_replaced() {
+    let (mut f, _) = Fake::new(keepalive(60), cfg());
+    let d = f.queue(1, 1);
+    let first = starts(&d)[0];
+    let d = f.at(100).gone(first);
+    let second = starts(&d);
+    assert_eq!(second.len(), 1);
+    let d = f.ready(second[0]);
+    assert_eq!(assigns(&d), vec![(JobId(1), second[0], Source::Cold)]);
+}
+
+#[test]
+fn a_cancelled_job_gives_back_its_pods() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 1,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    f.at(30_000).ready(starts(&d)[0]);
+    // Caller 1 takes the standby pod (a refill starts); caller 2 waits for
+    // a cold start.
+    let d = f.queue(1, 1);
+    let refill = starts(&d);
+    assert_eq!(refill.len(), 1);
+    let d = f.queue(2, 2);
+    let cold = starts(&d);
+    assert_eq!(cold.len(), 1);
+    // Cancelled: the pod started for it would stand by, but with the refill
+    // starting that is one more than the target of one, so it is cancelled.
+    let d = f.finish(2);
+    assert_eq!(
+        releases(&d),
+        vec![(cold[0], Reason::StandbySurplus { have: 2, target: 1 })]
+    );
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.queued_jobs, 0);
+    assert!(snap.pod_list.iter().all(|p| p.job != Some(JobId(2))));
+    f.gone(cold[0]);
+    let d = f.at(60_000).ready(refill[0]);
+    assert!(releases(&d).is_empty());
+    assert_eq!(f.pool.snapshot().gpus.held_shares.standby, 1);
+}
+
+#[test]
+fn an_idle_pod_makes_room_for_a_waiting_job() {
+    let mut c = cfg();
+    c.gpus = 1;
+    let (mut f, _) = Fake::new(keepalive(600), c);
+    let (_, warm) = f.run(1, 1);
+    f.at(1_000).finish(1);
+    let d = f.at(2_000).queue(2, 2);
+    assert_eq!(
+        releases(&d),
+        vec![(warm, Reason::MakeRoom { job: JobId(2) })]
+    );
+    let d = f.gone(warm);
+    assert_eq!(starts(&d).len(), 1);
+}
+
+#[test]
+fn fresh_releases_every_pod_after_its_job() {
+    let (mut f, _) = Fake::new(Kind::Fresh, cfg());
+    let (src, pod) = f.run(1, 1);
+    assert_eq!(src, Source::Cold);
+    let d = f.at(1_000).finish(1);
+    assert_eq!(releases(&d), vec![(pod, Reason::JobDone { job: JobId(1) })]);
+    f.gone(pod);
+    let (src, _) = f.at(2_000).run(2, 1);
+    assert_eq!(src, Source::Cold);
+}
+
+#[test]
+fn always_on_never_releases_and_recycles_the_pod_idle_longest() {
+    let (mut f, d) = Fake::new(Kind::AlwaysOn { size: Some(2) }, cfg());
+    let pods = starts(&d);
+    assert_eq!(pods.len(), 2);
+    for &p in &pods {
+        f.ready(p);
+    }
+    assert_eq!(f.run(1, 1).0, Source::Standby);
+    assert_eq!(f.run(2, 2).0, Source::Standby);
+    f.at(1_000).finish(1);
+    f.at(2_000).finish(2);
+    // Idle for a day: still there.
+    let d = f.at(86_400_000).ev(Event::Tick);
+    assert!(releases(&d).is_empty());
+    assert_eq!(f.pool.next_wakeup(), None);
+    // A third caller: caller 1's pod (idle longest) is wiped and reused.
+    let d = f.queue(3, 3);
+    assert!(matches!(
+        d[0],
+        Decision::Reset {
+            reason: Reason::Recycled {
+                from: CallerId(1),
+                to: CallerId(3)
+            },
+            ..
+        }
+    ));
+    assert_eq!(assigns(&d)[0].2, Source::Standby);
+    assert!(releases(&d).is_empty());
+    assert_eq!(f.queue(4, 2).len(), 1, "caller 2 still warm");
+}
+
+#[test]
+fn policy_names_parse_and_print() {
+    for name in [
+        "fresh",
+        "always-on",
+        "always-on:12",
+        "keepalive:60",
+        "keepalive:0.5",
+        "firepool",
+    ] {
+        let kind: Kind = name.parse().unwrap();
+        assert_eq!(kind.to_string(), name);
+        let json = serde_json::to_string(&kind).unwrap();
+        assert_eq!(serde_json::from_str::<Kind>(&json).unwrap(), kind);
+    }
+    for bad in [
+        "",
+        "warm",
+        "keepalive",
+        "keepalive:-1",
+        "always-on:0",
+        "fresh:1",
+    ] {
+        assert!(bad.parse::<Kind>().is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_failed_event_changes_nothing() {
+    let (mut f, _) = Fake::new(keepalive(60), cfg());
+    f.at(5_000).run(1, 1);
+    let before = format!("{:?}", f.pool.snapshot());
+    let mut out = Vec::new();
+    let t = Instant::from_millis;
+    let cases = [
+        (t(4_000), Event::Tick),
+        (t(6_000), Event::PodReady { pod: PodId(99) }),
+        (t(6_000), Event::PodGone { pod: PodId(99) }),
+        (t(6_000), Event::JobFinished { job: JobId(99) }),
+        (
+            t(6_000),
+            Event::JobQueued(Request::new(JobId(1), CallerId(1), TenantId(0))),
+        ),
+        (
+            t(6_000),
+            Event::JobQueued(Request {
+                pods: 5,
+                ..Request::new(JobId(2), CallerId(1), TenantId(0))
+            }),
+        ),
+        (
+            t(6_000),
+            Event::JobQueued(Request {
+                shares: Some(Shares(S + 1)),
+                ..Request::new(JobId(3), CallerId(1), TenantId(0))
+            }),
+        ),
+    ];
+    for (at, e) in cases {
+        assert!(f.pool.handle(at, e.clone(), &mut out).is_err(), "{e:?}");
+        assert!(out.is_empty());
+        assert_eq!(format!("{:?}", f.pool.snapshot()), before);
+    }
+}
+
+#[test]
+fn the_snapshot_shows_pods_shares_budget_and_keep_alive() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 2,
+        max: 2,
+        ..StandbyConfig::default()
+    };
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    f.run(1, 1);
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.policy, "firepool");
+    assert_eq!(snap.pods.active, 1);
+    assert_eq!(snap.pods.starting, 2);
+    assert_eq!(snap.gpus.active, 1.0);
+    assert_eq!(snap.gpus.standby, 0.25);
+    assert_eq!(snap.gpus.free, 4.0 - 1.25);
+    assert!(snap.budget.is_some());
+    assert_eq!(snap.callers[0].keep_alive_ms, Some(120_000));
+    let json = serde_json::to_value(&snap).unwrap();
+    assert_eq!(json["pods"]["active"], 1);
+    // Reasons read as sentences and serialise with a code.
+    let r = Reason::KeepAliveExpired {
+        caller: CallerId(3),
+        idle_ms: 7_500,
+        keep_alive_ms: 7_000,
+    };
+    assert_eq!(
+        r.to_string(),
+        "caller 3 quiet 7.5 s, past its keep-alive of 7.0 s"
+    );
+    assert_eq!(
+        serde_json::to_value(&r).unwrap()["code"],
+        "keep_alive_expired"
+    );
+}
+
+#[test]
+fn a_job_that_waited_for_a_pod_start_counts_as_cold_whatever_the_pod_was_for() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 1,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    let refill = starts(&d)[0];
+    // The job arrives before the standby pod is up: a pod is started for it.
+    let d = f.at(1_000).queue(1, 1);
+    let own = starts(&d)[0];
+    // The standby pod is ready first and goes to the waiting job, which still
+    // waited for a start: cold, not standby.
+    let d = f.at(30_000).ready(refill);
+    assert_eq!(assigns(&d), vec![(JobId(1), refill, Source::Cold)]);
+    assert!(d.iter().any(|d| matches!(
+        d,
+        Decision::Assign {
+            reason: Reason::PodStarted {
+                waited_ms: 29_000,
+                ..
+            },
+            ..
+        }
+    )));
+    // The pod started for the job will stand by instead, holding one share.
+    let snap = f.pool.snapshot();
+    let pod = snap.pod_list.iter().find(|p| p.pod == own).unwrap();
+    assert_eq!(
+        (pod.state, pod.job, pod.placement.shares()),
+        ("starting", None, 1)
+    );
+}

@@ -1,0 +1,712 @@
+//! The trace simulator: replays closed caller loops through the same
+//! [`Pool`] code the scheduler runs, with a virtual clock.
+//!
+//! Each trace row is a job; a caller submits its next job `think_s` after its
+//! previous one finished (the first `think_s` after time 0). The simulator
+//! keeps an event heap of timed events (job arrivals, pods ready after the
+//! cold start, job ends, and the pool's own wake-ups), and models only the
+//! runtime's timing: a pod started takes `cold_start`; a job assigned a warm
+//! pod starts `warm` later, a promoted standby pod `promote` later, a pod
+//! started for it at once (its cold start already elapsed); released pods are
+//! gone at once. A job that waited for a pod to start counts as cold, even if
+//! the pod that came up first was a standby refill. A job's start latency runs from its submission to its start,
+//! queueing included.
+//!
+//! Pools are provisioned before the trace begins: whatever a policy starts at
+//! its first tick (standby pods, the fixed pool) is ready at time 0. GPU-hours
+//! are counted from time 0 to the end of the last loop.
+//!
+//! Memory follows callers and live pods, not the trace's length: one pass
+//! validates the trace and records where each caller's rows lie, then each
+//! caller's rows are read lazily by offset, a small buffer at a time, as its
+//! loop advances (so the trace must list each caller's rows together, in
+//! `seq` order). Latency percentiles come from a histogram exact to the
+//! millisecond below 65.5 s.
+
+mod generate;
+mod metrics;
+mod svg;
+mod trace;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use generate::{PROFILE, TraceKind, generate};
+
+use crate::Instant;
+use crate::policy::{
+    self, CallerId, Config, Decision, Event, JobId, Kind, PodId, Pool, Request, Source, TenantId,
+};
+use crate::time::millis;
+use metrics::{Hist, Series};
+use trace::{Cursor, Index, PoolInfo, Row};
+
+/// Errors of the simulator.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("reading the trace: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("trace line {line}: {message}")]
+    Trace { line: u64, message: String },
+    #[error(transparent)]
+    Policy(#[from] policy::Error),
+    #[error(
+        "the simulation stalled at {at_s:.1} s: {waiting} jobs can never be placed (too few GPUs or pods?)"
+    )]
+    Stalled { at_s: f64, waiting: usize },
+}
+
+/// How the simulated runtime behaves, and the pool configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimParams {
+    /// Time for a new pod to become ready.
+    pub cold_start: Duration,
+    /// Time to bind a job to a promoted standby pod.
+    pub promote: Duration,
+    /// Time to hand a job to a warm pod.
+    pub warm: Duration,
+    /// Template for every pool. The simulator sets, per pool from the trace:
+    /// `pod_shares` (the largest pod of the profile), `start_estimate`
+    /// (`cold_start`), and unless overridden below `gpus`, `max_pods` and
+    /// `standby.max`.
+    pub pool: Config,
+    /// GPUs per pool. Default: enough that capacity never binds (1.25 x the
+    /// pool's callers x its largest pod, plus one).
+    pub gpus: Option<u32>,
+    /// Pod limit per pool. Default: none.
+    pub max_pods: Option<u32>,
+    /// Standby ceiling per pool. Default: the pool's callers.
+    pub standby_max: Option<u32>,
+    /// Size of `always-on` without a size. Default: one pod per caller of
+    /// the pool (no caller ever waits for another's pod).
+    pub always_on_size: Option<u32>,
+    /// GPUs per pod of each profile, for rows without a `gpus` value.
+    pub profiles: BTreeMap<String, f64>,
+}
+
+impl Default for SimParams {
+    fn default() -> SimParams {
+        let mut profiles: BTreeMap<String, f64> = hearth_core::Profile::defaults()
+            .into_iter()
+            .map(|p| (p.name, f64::from(p.gpus)))
+            .collect();
+        profiles.insert(PROFILE.to_owned(), 1.0);
+        SimParams {
+            cold_start: Duration::from_secs(30),
+            promote: Duration::from_secs(1),
+            warm: Duration::from_millis(100),
+            pool: Config::default(),
+            gpus: None,
+            max_pods: None,
+            standby_max: None,
+            always_on_size: None,
+            profiles,
+        }
+    }
+}
+
+impl SimParams {
+    fn pool_config(&self, info: &PoolInfo) -> Config {
+        let mut c = self.pool.clone();
+        let per = c.shares_per_gpu.max(1);
+        c.pod_shares = info.max_shares;
+        c.start_estimate = self.cold_start;
+        c.gpus = self.gpus.unwrap_or_else(|| {
+            let gpus = f64::from(info.callers) * f64::from(info.max_shares.0) / f64::from(per);
+            (gpus * 1.25).ceil() as u32 + 1
+        });
+        c.max_pods = self.max_pods.unwrap_or(u32::MAX);
+        c.standby.max = self.standby_max.unwrap_or(info.callers).max(c.standby.min);
+        c
+    }
+
+    fn resolve(&self, kind: Kind, info: &PoolInfo) -> Kind {
+        match kind {
+            Kind::AlwaysOn { size: None } => Kind::AlwaysOn {
+                size: Some(self.always_on_size.unwrap_or(info.callers).max(1)),
+            },
+            k => k,
+        }
+    }
+}
+
+/// What one policy did on one trace. Serialises with the keys the CLI's
+/// `--json` promises.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub policy: String,
+    pub jobs: u64,
+    pub callers: u64,
+    /// Fractions of jobs served by their caller's warm pod, by a standby pod
+    /// ready when they arrived, or cold (they waited for a pod start).
+    pub warm_share: f64,
+    pub standby_share: f64,
+    pub cold_share: f64,
+    /// Start latency (submission to start, queueing included), nearest-rank.
+    pub start_p50_s: f64,
+    pub start_p90_s: f64,
+    pub start_p99_s: f64,
+    pub start_mean_s: f64,
+    /// Mean over callers of the time from 0 to the end of the caller's last job.
+    pub mean_loop_s: f64,
+    /// The same for a fresh pod per job with unlimited capacity: every job
+    /// starts `cold_start` after its submission.
+    pub fresh_loop_s: f64,
+    /// `fresh_loop_s / mean_loop_s`.
+    pub loop_speedup: f64,
+    /// GPU-hours held, total and by what held them. A standby pod holds only
+    /// its share; a starting pod counts under what it starts for.
+    pub gpu_hours_held: f64,
+    pub gpu_hours_active: f64,
+    pub gpu_hours_warm_idle: f64,
+    pub gpu_hours_standby: f64,
+    pub peak_gpus_held: f64,
+    /// Simulated time at which the last loop ended.
+    pub end_s: f64,
+    pub pods_started: u64,
+}
+
+/// Every policy on one trace.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub summaries: Vec<Summary>,
+    /// Start-latency CDF per policy (log-x) and GPUs held over time.
+    pub svg: String,
+}
+
+/// Replays the trace at `path` through one policy.
+pub fn simulate(path: &Path, kind: Kind, params: &SimParams) -> Result<Summary, Error> {
+    let file = File::open(path)?;
+    let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
+    Ok(Run::new(&file, &index, kind, params)?.run()?.0)
+}
+
+/// Replays the trace through every policy in `kinds` (see
+/// [`Kind::comparison_set`]), indexing it once, and draws the chart.
+pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Comparison, Error> {
+    let file = File::open(path)?;
+    let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
+    let mut summaries = Vec::with_capacity(kinds.len());
+    let mut curves = Vec::with_capacity(kinds.len());
+    for &kind in kinds {
+        let (summary, curve) = Run::new(&file, &index, kind, params)?.run()?;
+        summaries.push(summary);
+        curves.push(curve);
+    }
+    let title = format!(
+        "{} ({} jobs, {} callers; cold start {} s, promote {} s, warm {} s)",
+        path.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        index.jobs,
+        index.callers.len(),
+        params.cold_start.as_secs_f64(),
+        params.promote.as_secs_f64(),
+        params.warm.as_secs_f64(),
+    );
+    Ok(Comparison {
+        svg: svg::chart(&title, &curves),
+        summaries,
+    })
+}
+
+impl Summary {
+    /// A fixed-width table, one row per policy.
+    pub fn table(rows: &[Summary]) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<16} {:>9} {:>6} {:>8} {:>6} {:>7} {:>7} {:>7} {:>9} {:>8} {:>9} {:>8} {:>8} {:>8} {:>7}",
+            "policy",
+            "jobs",
+            "warm",
+            "standby",
+            "cold",
+            "p50 s",
+            "p90 s",
+            "p99 s",
+            "loop s",
+            "speedup",
+            "GPU-h",
+            "active",
+            "warm",
+            "standby",
+            "peak"
+        );
+        for r in rows {
+            let _ = writeln!(
+                s,
+                "{:<16} {:>9} {:>5.1}% {:>7.1}% {:>5.1}% {:>7.2} {:>7.2} {:>7.2} {:>9.1} {:>7.1}x {:>9.1} {:>8.1} {:>8.1} {:>8.1} {:>7.1}",
+                r.policy,
+                r.jobs,
+                r.warm_share * 100.0,
+                r.standby_share * 100.0,
+                r.cold_share * 100.0,
+                r.start_p50_s,
+                r.start_p90_s,
+                r.start_p99_s,
+                r.mean_loop_s,
+                r.loop_speedup,
+                r.gpu_hours_held,
+                r.gpu_hours_active,
+                r.gpu_hours_warm_idle,
+                r.gpu_hours_standby,
+                r.peak_gpus_held,
+            );
+        }
+        s
+    }
+}
+
+/// One of the published targets, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub what: String,
+    pub goal: String,
+    pub got: f64,
+    pub met: bool,
+}
+
+/// Checks firepool against the targets (from the Firepool paper) on a trace
+/// of `kind`, given the summaries of a comparison that includes firepool and
+/// always-on. Targets whose policies are missing are left out.
+pub fn targets(kind: TraceKind, rows: &[Summary]) -> Vec<Target> {
+    let find = |p: &str| {
+        rows.iter()
+            .find(|r| r.policy == p || r.policy.starts_with(&format!("{p}:")))
+    };
+    let mut out = Vec::new();
+    let Some(fp) = find("firepool") else {
+        return out;
+    };
+    let mut check = |what: &str, goal: &str, got: f64, met: bool| {
+        out.push(Target {
+            what: what.to_owned(),
+            goal: goal.to_owned(),
+            got,
+            met,
+        });
+    };
+    let warm_standby = fp.warm_share + fp.standby_share;
+    check(
+        "firepool jobs served warm or standby",
+        ">= 0.95",
+        warm_standby,
+        warm_standby >= 0.95,
+    );
+    let want = match kind {
+        TraceKind::Agent => 13.0,
+        TraceKind::Rl => 10.8,
+    };
+    check(
+        "firepool loop speed-up over fresh",
+        &format!(">= {want}x"),
+        fp.loop_speedup,
+        fp.loop_speedup >= want,
+    );
+    if let Some(on) = find("always-on") {
+        let ratio = fp.gpu_hours_held / on.gpu_hours_held.max(f64::MIN_POSITIVE);
+        check(
+            "firepool GPU-hours / always-on",
+            "<= 0.55",
+            ratio,
+            ratio <= 0.55,
+        );
+        let ratio = fp.start_p90_s / on.start_p90_s.max(1e-3);
+        check(
+            "firepool p90 start / always-on p90",
+            "<= 1.5",
+            ratio,
+            ratio <= 1.5,
+        );
+    }
+    out
+}
+
+// ---- the engine -----------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Arrive(u32),
+    Ready(u32, PodId),
+    End(u32, JobId),
+    Wake(u32),
+}
+
+#[derive(Debug)]
+struct PoolRun {
+    pool: Pool,
+    per_gpu: f64,
+    /// When a wake-up is scheduled.
+    wake: Option<u64>,
+}
+
+#[derive(Debug)]
+struct CallerRun {
+    cursor: Option<Cursor>,
+    next: Option<Row>,
+}
+
+#[derive(Debug)]
+struct SimJob {
+    caller: u32,
+    pool: u32,
+    submitted: u64,
+    duration: u64,
+    pending: u32,
+    start: u64,
+    source: Source,
+}
+
+fn rank(s: Source) -> u8 {
+    match s {
+        Source::Warm => 0,
+        Source::Standby => 1,
+        Source::Cold => 2,
+    }
+}
+
+#[derive(Debug)]
+struct Run<'a> {
+    file: &'a File,
+    index: &'a Index,
+    name: String,
+    /// Simulated time of the trace's time 0: pools provision at 0 and their
+    /// first pods are ready by then.
+    offset: u64,
+    cold_ms: u64,
+    warm_ms: u64,
+    promote_ms: u64,
+    pools: Vec<PoolRun>,
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    /// Events in the heap other than wake-ups.
+    pending: usize,
+    callers: Vec<CallerRun>,
+    jobs: HashMap<JobId, SimJob>,
+    starting: HashSet<(u32, PodId)>,
+    next_job: u64,
+    out: Vec<Decision>,
+    gone: Vec<PodId>,
+    now: u64,
+    latency: Hist,
+    sources: [u64; 3],
+    /// GPU x ms held: active, warm, standby, draining.
+    gpu_ms: [f64; 4],
+    peak: f64,
+    series: Series,
+    loops_ms: u128,
+    fresh_ms: u128,
+    done: usize,
+    pods_started: u64,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        file: &'a File,
+        index: &'a Index,
+        kind: Kind,
+        params: &SimParams,
+    ) -> Result<Run<'a>, Error> {
+        let pools = index
+            .pools
+            .iter()
+            .map(|info| {
+                let cfg = params.pool_config(info);
+                let per_gpu = f64::from(cfg.shares_per_gpu.max(1));
+                Ok(PoolRun {
+                    pool: Pool::new(params.resolve(kind, info), cfg)?,
+                    per_gpu,
+                    wake: None,
+                })
+            })
+            .collect::<Result<Vec<_>, policy::Error>>()?;
+        let cold_ms = millis(params.cold_start);
+        Ok(Run {
+            file,
+            index,
+            name: kind.to_string(),
+            offset: cold_ms,
+            cold_ms,
+            warm_ms: millis(params.warm),
+            promote_ms: millis(params.promote),
+            pools,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            pending: 0,
+            callers: Vec::with_capacity(index.callers.len()),
+            jobs: HashMap::new(),
+            starting: HashSet::new(),
+            next_job: 0,
+            out: Vec::new(),
+            gone: Vec::new(),
+            now: 0,
+            latency: Hist::new(),
+            sources: [0; 3],
+            gpu_ms: [0.0; 4],
+            peak: 0.0,
+            series: Series::new(),
+            loops_ms: 0,
+            fresh_ms: 0,
+            done: 0,
+            pods_started: 0,
+        })
+    }
+
+    fn push(&mut self, at: u64, ev: Ev) {
+        if !matches!(ev, Ev::Wake(_)) {
+            self.pending += 1;
+        }
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, ev)));
+    }
+
+    /// Reads caller `c`'s next row and schedules its submission, or closes
+    /// its loop.
+    fn advance_caller(&mut self, c: u32) -> Result<(), Error> {
+        let run = &mut self.callers[c as usize];
+        let row = match run.cursor.as_mut() {
+            Some(cursor) => cursor.next(self.file, self.index)?,
+            None => None,
+        };
+        match row {
+            Some(row) => {
+                self.fresh_ms += u128::from(row.think_ms + self.cold_ms + row.duration_ms);
+                run.next = Some(row);
+                self.push(self.now.max(self.offset) + row.think_ms, Ev::Arrive(c));
+            }
+            None => {
+                run.cursor = None;
+                self.loops_ms += u128::from(self.now - self.offset);
+                self.done += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the clock to `t`, accounting what was held meanwhile.
+    fn advance(&mut self, t: u64) {
+        let from = self.now.max(self.offset);
+        if t > from {
+            let dt = (t - from) as f64;
+            let mut total = 0.0;
+            for p in &self.pools {
+                let h = p.pool.held();
+                let g = [h.active, h.warm, h.standby, h.draining].map(|s| s as f64 / p.per_gpu);
+                for (acc, g) in self.gpu_ms.iter_mut().zip(g) {
+                    *acc += g * dt;
+                }
+                total += g.iter().sum::<f64>();
+            }
+            self.peak = self.peak.max(total);
+            self.series.add(from - self.offset, t - self.offset, total);
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Hands `event` to pool `p` and carries out its decisions, feeding back
+    /// the disappearance of released pods at once.
+    fn drive(&mut self, p: u32, event: Event) -> Result<(), Error> {
+        let mut next = Some(event);
+        let mut out = std::mem::take(&mut self.out);
+        while let Some(event) = next
+            .take()
+            .or_else(|| self.gone.pop().map(|pod| Event::PodGone { pod }))
+        {
+            out.clear();
+            self.pools[p as usize]
+                .pool
+                .handle(Instant::from_millis(self.now), event, &mut out)?;
+            for d in out.drain(..) {
+                self.apply(p, d);
+            }
+        }
+        self.out = out;
+        let run = &mut self.pools[p as usize];
+        if let Some(w) = run.pool.next_wakeup() {
+            let w = w.as_millis().max(self.now + 1);
+            if run.wake.is_none_or(|s| w < s) {
+                run.wake = Some(w);
+                self.push(w, Ev::Wake(p));
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, p: u32, d: Decision) {
+        match d {
+            Decision::StartPod { pod, .. } => {
+                self.pods_started += 1;
+                self.starting.insert((p, pod));
+                self.push(self.now + self.cold_ms, Ev::Ready(p, pod));
+            }
+            Decision::Assign { job, source, .. } => {
+                let acquire = match source {
+                    Source::Warm => self.warm_ms,
+                    Source::Standby => self.promote_ms,
+                    Source::Cold => 0,
+                };
+                let Some(j) = self.jobs.get_mut(&job) else {
+                    return;
+                };
+                j.pending = j.pending.saturating_sub(1);
+                j.start = j.start.max(self.now + acquire);
+                if rank(source) > rank(j.source) {
+                    j.source = source;
+                }
+                if j.pending == 0 {
+                    let (start, end, source) = (j.start, j.start + j.duration, j.source);
+                    let (pool, submitted) = (j.pool, j.submitted);
+                    self.latency.record(start - submitted);
+                    self.sources[rank(source) as usize] += 1;
+                    self.push(end, Ev::End(pool, job));
+                }
+            }
+            Decision::Release { pod, .. } => {
+                self.starting.remove(&(p, pod));
+                self.gone.push(pod);
+            }
+            Decision::Promote { .. } | Decision::Reset { .. } | Decision::Budget { .. } => {}
+        }
+    }
+
+    fn run(mut self) -> Result<(Summary, svg::Curve), Error> {
+        for p in 0..self.pools.len() as u32 {
+            self.drive(p, Event::Tick)?;
+        }
+        for span in &self.index.callers {
+            self.callers.push(CallerRun {
+                cursor: Some(Cursor::new(span)),
+                next: None,
+            });
+        }
+        for c in 0..self.callers.len() as u32 {
+            self.advance_caller(c)?;
+        }
+        while self.done < self.callers.len() {
+            if self.pending == 0 {
+                return Err(Error::Stalled {
+                    at_s: self.now.saturating_sub(self.offset) as f64 / 1000.0,
+                    waiting: self.jobs.len(),
+                });
+            }
+            let Some(Reverse((t, _, ev))) = self.heap.pop() else {
+                break;
+            };
+            if !matches!(ev, Ev::Wake(_)) {
+                self.pending -= 1;
+            }
+            self.advance(t);
+            match ev {
+                Ev::Arrive(c) => {
+                    let Some(row) = self.callers[c as usize].next.take() else {
+                        continue;
+                    };
+                    let job = JobId(self.next_job);
+                    self.next_job += 1;
+                    self.jobs.insert(
+                        job,
+                        SimJob {
+                            caller: c,
+                            pool: row.pool as u32,
+                            submitted: self.now,
+                            duration: row.duration_ms,
+                            pending: 1,
+                            start: self.now,
+                            source: Source::Warm,
+                        },
+                    );
+                    let req = Request {
+                        shares: Some(row.shares),
+                        ..Request::new(job, CallerId(u64::from(c)), TenantId(0))
+                    };
+                    self.drive(row.pool as u32, Event::JobQueued(req))?;
+                }
+                Ev::Ready(p, pod) => {
+                    if self.starting.remove(&(p, pod)) {
+                        self.drive(p, Event::PodReady { pod })?;
+                    }
+                }
+                Ev::End(p, job) => {
+                    self.drive(p, Event::JobFinished { job })?;
+                    if let Some(j) = self.jobs.remove(&job) {
+                        self.advance_caller(j.caller)?;
+                    }
+                }
+                Ev::Wake(p) => {
+                    if self.pools[p as usize].wake == Some(t) {
+                        self.pools[p as usize].wake = None;
+                        self.drive(p, Event::Tick)?;
+                    }
+                }
+            }
+        }
+        Ok(self.finish())
+    }
+
+    fn finish(self) -> (Summary, svg::Curve) {
+        let jobs: u64 = self.sources.iter().sum();
+        let share = |n: u64| {
+            if jobs == 0 {
+                0.0
+            } else {
+                n as f64 / jobs as f64
+            }
+        };
+        let callers = self.callers.len() as u64;
+        let per_caller = |ms: u128| {
+            if callers == 0 {
+                0.0
+            } else {
+                ms as f64 / callers as f64 / 1000.0
+            }
+        };
+        let (mean_loop, fresh_loop) = (per_caller(self.loops_ms), per_caller(self.fresh_ms));
+        let hours = |gms: f64| gms / 3_600_000.0;
+        let s = |ms: u64| ms as f64 / 1000.0;
+        let end_ms = self.now.saturating_sub(self.offset);
+        let summary = Summary {
+            policy: self.name.clone(),
+            jobs,
+            callers,
+            warm_share: share(self.sources[0]),
+            standby_share: share(self.sources[1]),
+            cold_share: share(self.sources[2]),
+            start_p50_s: s(self.latency.quantile(0.5)),
+            start_p90_s: s(self.latency.quantile(0.9)),
+            start_p99_s: s(self.latency.quantile(0.99)),
+            start_mean_s: self.latency.mean() / 1000.0,
+            mean_loop_s: mean_loop,
+            fresh_loop_s: fresh_loop,
+            loop_speedup: if mean_loop > 0.0 {
+                fresh_loop / mean_loop
+            } else {
+                0.0
+            },
+            gpu_hours_held: hours(self.gpu_ms.iter().sum()),
+            gpu_hours_active: hours(self.gpu_ms[0]),
+            gpu_hours_warm_idle: hours(self.gpu_ms[1] + self.gpu_ms[3]),
+            gpu_hours_standby: hours(self.gpu_ms[2]),
+            peak_gpus_held: self.peak,
+            end_s: s(end_ms),
+            pods_started: self.pods_started,
+        };
+        debug_assert_eq!(self.latency.count(), jobs);
+        let curve = svg::Curve {
+            name: self.name,
+            cdf: self.latency.cdf(),
+            held: self.series.points(end_ms),
+            end_s: s(end_ms),
+        };
+        (summary, curve)
+    }
+}
+
+#[cfg(test)]
+mod tests;

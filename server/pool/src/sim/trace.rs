@@ -1,0 +1,368 @@
+//! Streaming reader of closed-loop traces.
+//!
+//! Format: CSV with a header, `caller,seq,think_s,duration_s,profile[,gpus]`,
+//! no quoting. A caller's rows must be contiguous and in `seq` order (0, 1,
+//! 2, ...); callers may come in any order. `gpus` may be empty or absent, for
+//! the profile's.
+//!
+//! In a closed loop a caller's next job exists only once its previous job has
+//! finished, so callers advance independently and no single pass over the
+//! file can follow them. One indexing pass validates every row and records
+//! where each caller's rows lie (O(callers) memory); the simulation then keeps
+//! one cursor per caller that reads that caller's rows lazily by offset, a
+//! small buffer at a time. Memory follows callers, never the trace's length.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+
+use super::Error;
+use crate::policy::Shares;
+
+/// Where one caller's rows lie.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    start: u64,
+    end: u64,
+    /// 1-based line number of its first row, for messages.
+    first_line: u64,
+    pub(crate) rows: u64,
+}
+
+/// One pool per profile in the trace.
+#[derive(Debug, Clone)]
+pub(crate) struct PoolInfo {
+    /// Distinct callers with a job in it.
+    pub(crate) callers: u32,
+    pub(crate) jobs: u64,
+    pub(crate) max_shares: Shares,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Index {
+    pub(crate) callers: Vec<Span>,
+    pub(crate) pools: Vec<PoolInfo>,
+    pub(crate) jobs: u64,
+    has_gpus: bool,
+    pool_of: HashMap<Box<str>, usize>,
+    profiles: BTreeMap<String, f64>,
+    shares_per_gpu: u32,
+}
+
+/// A row, resolved.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Row {
+    pub(crate) think_ms: u64,
+    pub(crate) duration_ms: u64,
+    pub(crate) pool: usize,
+    pub(crate) shares: Shares,
+}
+
+struct Fields<'a> {
+    caller: &'a str,
+    seq: u64,
+    think_s: f64,
+    duration_s: f64,
+    profile: &'a str,
+    gpus: Option<f64>,
+}
+
+const HEADER: [&str; 5] = ["caller", "seq", "think_s", "duration_s", "profile"];
+
+fn parse(line: &str, has_gpus: bool) -> Result<Fields<'_>, String> {
+    let mut it = line.split(',');
+    let mut next = |name: &str| {
+        it.next()
+            .map(str::trim)
+            .ok_or_else(|| format!("missing column {name}"))
+    };
+    let caller = next("caller")?;
+    let seq = next("seq")?;
+    let think = next("think_s")?;
+    let duration = next("duration_s")?;
+    let profile = next("profile")?;
+    let gpus = if has_gpus { next("gpus")? } else { "" };
+    if it.next().is_some() {
+        return Err("too many columns".to_owned());
+    }
+    if caller.is_empty() || profile.is_empty() {
+        return Err("caller and profile must not be empty".to_owned());
+    }
+    let secs = |name: &str, v: &str| match v.parse::<f64>() {
+        Ok(x) if (0.0..1e12).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "{name} must be a non-negative number of seconds, not {v:?}"
+        )),
+    };
+    Ok(Fields {
+        caller,
+        seq: seq
+            .parse()
+            .map_err(|_| format!("seq must be a non-negative integer, not {seq:?}"))?,
+        think_s: secs("think_s", think)?,
+        duration_s: secs("duration_s", duration)?,
+        profile,
+        gpus: if gpus.is_empty() {
+            None
+        } else {
+            Some(match gpus.parse::<f64>() {
+                Ok(g) if g.is_finite() && g >= 0.0 => g,
+                _ => return Err(format!("gpus must be a non-negative number, not {gpus:?}")),
+            })
+        },
+    })
+}
+
+fn ms(secs: f64) -> u64 {
+    (secs * 1000.0).round() as u64
+}
+
+fn trim_eol(mut b: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r'] = b {
+        b = rest;
+    }
+    b
+}
+
+impl Index {
+    /// Reads the whole trace once: validates it and indexes callers and pools.
+    pub(crate) fn build(
+        file: &File,
+        profiles: &BTreeMap<String, f64>,
+        shares_per_gpu: u32,
+    ) -> Result<Index, Error> {
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut buf = Vec::with_capacity(256);
+        let n = reader.read_until(b'\n', &mut buf)?;
+        let header = std::str::from_utf8(trim_eol(&buf[..n])).unwrap_or("");
+        let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+        let has_gpus = match cols.as_slice() {
+            [a, b, c, d, e] if [*a, *b, *c, *d, *e] == HEADER => false,
+            [a, b, c, d, e, "gpus"] if [*a, *b, *c, *d, *e] == HEADER => true,
+            _ => {
+                return Err(Error::Trace {
+                    line: 1,
+                    message: format!(
+                        "header must be caller,seq,think_s,duration_s,profile[,gpus], not {header:?}"
+                    ),
+                });
+            }
+        };
+        let mut index = Index {
+            callers: Vec::new(),
+            pools: Vec::new(),
+            jobs: 0,
+            has_gpus,
+            pool_of: HashMap::new(),
+            profiles: profiles.clone(),
+            shares_per_gpu,
+        };
+        let mut pos = n as u64;
+        let mut line_no = 1u64;
+        let mut seen: HashSet<Box<str>> = HashSet::new();
+        let mut current: Option<Box<str>> = None;
+        let mut caller_pools: Vec<usize> = Vec::new();
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            line_no += 1;
+            let start = pos;
+            pos += n as u64;
+            let err = |message: String| Error::Trace {
+                line: line_no,
+                message,
+            };
+            let text =
+                std::str::from_utf8(trim_eol(&buf)).map_err(|_| err("not UTF-8".to_owned()))?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let f = parse(text, has_gpus).map_err(err)?;
+            if current.as_deref() != Some(f.caller) {
+                if !seen.insert(f.caller.into()) {
+                    return Err(err(format!(
+                        "caller {:?} appears again after other callers: rows must be grouped by caller",
+                        f.caller
+                    )));
+                }
+                current = Some(f.caller.into());
+                caller_pools.clear();
+                index.callers.push(Span {
+                    start,
+                    end: pos,
+                    first_line: line_no,
+                    rows: 0,
+                });
+            }
+            let span = index
+                .callers
+                .last_mut()
+                .ok_or_else(|| err("no caller".to_owned()))?;
+            if f.seq != span.rows {
+                return Err(err(format!(
+                    "caller {:?} has seq {} where {} was expected: seq runs 0, 1, 2, ... in order",
+                    f.caller, f.seq, span.rows
+                )));
+            }
+            span.rows += 1;
+            span.end = pos;
+            index.jobs += 1;
+            let (pool, shares) = index.resolve(&f).map_err(err)?;
+            let info = &mut index.pools[pool];
+            info.jobs += 1;
+            info.max_shares = info.max_shares.max(shares);
+            if !caller_pools.contains(&pool) {
+                caller_pools.push(pool);
+                info.callers += 1;
+            }
+        }
+        Ok(index)
+    }
+
+    /// The pool and pod size of a row; registers new profiles.
+    fn resolve(&mut self, f: &Fields<'_>) -> Result<(usize, Shares), String> {
+        let gpus = match f.gpus {
+            Some(g) => g,
+            None => *self.profiles.get(f.profile).ok_or_else(|| {
+                format!(
+                    "profile {:?} is unknown and the row gives no gpus",
+                    f.profile
+                )
+            })?,
+        };
+        let shares = Shares::from_gpus(gpus, self.shares_per_gpu)
+            .filter(|s| s.is_pod_size(self.shares_per_gpu))
+            .ok_or_else(|| {
+                format!(
+                    "{gpus} GPUs is neither whole GPUs nor a multiple of 1/{} of one GPU",
+                    self.shares_per_gpu
+                )
+            })?;
+        let pool = match self.pool_of.get(f.profile) {
+            Some(&p) => p,
+            None => {
+                let p = self.pools.len();
+                self.pool_of.insert(f.profile.into(), p);
+                self.pools.push(PoolInfo {
+                    callers: 0,
+                    jobs: 0,
+                    max_shares: Shares(0),
+                });
+                p
+            }
+        };
+        Ok((pool, shares))
+    }
+
+    fn row(&self, line: &str, line_no: u64) -> Result<Row, Error> {
+        let err = |message: String| Error::Trace {
+            line: line_no,
+            message,
+        };
+        let f = parse(line, self.has_gpus).map_err(err)?;
+        let pool = *self
+            .pool_of
+            .get(f.profile)
+            .ok_or_else(|| err("the trace changed while it was read".to_owned()))?;
+        let gpus = f
+            .gpus
+            .or_else(|| self.profiles.get(f.profile).copied())
+            .unwrap_or(0.0);
+        let shares = Shares::from_gpus(gpus, self.shares_per_gpu)
+            .ok_or_else(|| err("the trace changed while it was read".to_owned()))?;
+        Ok(Row {
+            think_ms: ms(f.think_s),
+            duration_ms: ms(f.duration_s),
+            pool,
+            shares,
+        })
+    }
+}
+
+/// Reads one caller's rows lazily, a small buffer at a time.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    at: usize,
+    line: u64,
+}
+
+/// Bytes read per refill: a few dozen rows, so a thousand callers cost tens of
+/// kilobytes and refills stay rare.
+const CHUNK: u64 = 1024;
+
+impl Cursor {
+    pub(crate) fn new(span: &Span) -> Cursor {
+        Cursor {
+            pos: span.start,
+            end: span.end,
+            buf: Vec::new(),
+            at: 0,
+            line: span.first_line,
+        }
+    }
+
+    fn refill(&mut self, file: &File) -> io::Result<()> {
+        self.buf.drain(..self.at);
+        self.at = 0;
+        let want = CHUNK.min(self.end - self.pos) as usize;
+        let old = self.buf.len();
+        self.buf.resize(old + want, 0);
+        read_exact_at(file, &mut self.buf[old..], self.pos)?;
+        self.pos += want as u64;
+        Ok(())
+    }
+
+    /// The caller's next row, or `None` after its last.
+    pub(crate) fn next(&mut self, file: &File, index: &Index) -> Result<Option<Row>, Error> {
+        loop {
+            let rest = &self.buf[self.at..];
+            let (line_end, next_at) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (self.at + i, self.at + i + 1),
+                None if self.pos < self.end => {
+                    self.refill(file)?;
+                    continue;
+                }
+                None if rest.is_empty() => {
+                    self.buf = Vec::new();
+                    return Ok(None);
+                }
+                None => (self.buf.len(), self.buf.len()),
+            };
+            let line_no = self.line;
+            self.line += 1;
+            let bytes = trim_eol(&self.buf[self.at..line_end]);
+            let text = std::str::from_utf8(bytes).map_err(|_| Error::Trace {
+                line: line_no,
+                message: "not UTF-8".to_owned(),
+            })?;
+            let row = if text.trim().is_empty() {
+                None
+            } else {
+                Some(index.row(text, line_no)?)
+            };
+            self.at = next_at;
+            if let Some(row) = row {
+                return Ok(Some(row));
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, pos)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = file;
+    f.seek(SeekFrom::Start(pos))?;
+    f.read_exact(buf)
+}

@@ -1,0 +1,133 @@
+//! Client side of the agent protocol ([`hearth_core::agent`]): one connection
+//! per exchange, JSON lines both ways.
+
+use hearth_core::agent::{Frame, Request, Run};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+
+use crate::Error;
+
+trait Conn: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Conn for T {}
+
+type Reader = Lines<BufReader<tokio::io::ReadHalf<Box<dyn Conn>>>>;
+type Writer = tokio::io::WriteHalf<Box<dyn Conn>>;
+
+/// Connects to an agent address: `unix:/path/to.sock` or `tcp:host:port`.
+async fn connect(address: &str) -> Result<Box<dyn Conn>, Error> {
+    let err = |e: std::io::Error| Error::Agent {
+        address: address.to_owned(),
+        message: e.to_string(),
+    };
+    if let Some(path) = address.strip_prefix("unix:") {
+        Ok(Box::new(
+            tokio::net::UnixStream::connect(path).await.map_err(err)?,
+        ))
+    } else if let Some(hostport) = address.strip_prefix("tcp:") {
+        let stream = tokio::net::TcpStream::connect(hostport)
+            .await
+            .map_err(err)?;
+        stream.set_nodelay(true).map_err(err)?;
+        Ok(Box::new(stream))
+    } else {
+        Err(Error::Protocol(format!(
+            "unsupported agent address `{address}`"
+        )))
+    }
+}
+
+/// One open exchange with an agent.
+pub struct Exchange {
+    address: String,
+    lines: Reader,
+    writer: Option<Writer>,
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("address", &self.address)
+            .finish()
+    }
+}
+
+impl Exchange {
+    /// Opens a connection and sends `request`.
+    pub async fn open(address: &str, request: &Request) -> Result<Self, Error> {
+        let conn = connect(address).await?;
+        let (read, mut write) = tokio::io::split(conn);
+        let mut line = serde_json::to_vec(request).map_err(|e| Error::Protocol(e.to_string()))?;
+        line.push(b'\n');
+        write.write_all(&line).await.map_err(|e| Error::Agent {
+            address: address.to_owned(),
+            message: e.to_string(),
+        })?;
+        write.flush().await?;
+        Ok(Exchange {
+            address: address.to_owned(),
+            lines: BufReader::new(read).lines(),
+            writer: Some(write),
+        })
+    }
+
+    /// The next frame, or `None` when the agent closed the connection after a
+    /// final frame. A connection closed before a final frame is an error.
+    pub async fn next(&mut self) -> Result<Frame, Error> {
+        match self.lines.next_line().await {
+            Ok(Some(line)) => serde_json::from_str(&line)
+                .map_err(|e| Error::Protocol(format!("bad frame from agent: {e}"))),
+            Ok(None) => Err(Error::Agent {
+                address: self.address.clone(),
+                message: "connection closed before the exchange ended".to_owned(),
+            }),
+            Err(e) => Err(Error::Agent {
+                address: self.address.clone(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Asks the agent to cancel the running job. The agent then kills the
+    /// job's process tree and answers with a final `exit` frame.
+    pub async fn cancel(&mut self) -> Result<(), Error> {
+        if let Some(w) = self.writer.as_mut() {
+            w.write_all(b"{\"op\":\"cancel\"}\n").await?;
+            w.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Reads frames until the final one.
+    pub async fn finish(mut self) -> Result<Frame, Error> {
+        loop {
+            let frame = self.next().await?;
+            if frame.is_final() {
+                return Ok(frame);
+            }
+        }
+    }
+}
+
+/// Pings an agent; returns its `pong`.
+pub async fn ping(address: &str) -> Result<Frame, Error> {
+    Exchange::open(address, &Request::Ping)
+        .await?
+        .finish()
+        .await
+}
+
+/// Starts a run; read its frames from the returned exchange.
+pub async fn run(address: &str, run: Run) -> Result<Exchange, Error> {
+    Exchange::open(address, &Request::Run(Box::new(run))).await
+}
+
+/// Wipes the pod clean.
+pub async fn wipe(address: &str) -> Result<(), Error> {
+    match Exchange::open(address, &Request::Wipe)
+        .await?
+        .finish()
+        .await?
+    {
+        Frame::Wiped => Ok(()),
+        other => Err(Error::Protocol(format!("expected `wiped`, got {other:?}"))),
+    }
+}

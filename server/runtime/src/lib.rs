@@ -1,0 +1,96 @@
+//! Where pods come from. The [`Runtime`] trait starts and stops pods and
+//! reports pods that vanish; [`client`] talks to the agent inside a pod over
+//! its address. Nothing above this crate knows whether a pod is a local
+//! sandboxed process tree or a Kubernetes pod.
+//!
+//! Runtimes: [`local`] (the embedded default).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use futures::future::BoxFuture;
+use hearth_core::Profile;
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+pub mod client;
+pub mod local;
+
+/// What the service asks a runtime to start.
+#[derive(Debug, Clone)]
+pub struct PodSpec {
+    /// Chosen by the service; unique for the life of the deployment.
+    pub pod_id: String,
+    pub profile: Profile,
+    /// Physical GPU indices the pod may use (empty for CPU profiles).
+    pub gpu_devices: Vec<u32>,
+    /// Free-form labels (tenant, pool) for the runtime's own bookkeeping.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A started pod whose agent has answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    pub pod_id: String,
+    /// Where the agent listens: `unix:/path` or `tcp:host:port`.
+    pub address: String,
+    /// The host other pods of a gang use to reach this one.
+    pub peer_host: String,
+}
+
+/// Something that happened to a pod without the service asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodEvent {
+    /// The pod is gone (its agent died, the node went away, ...).
+    Gone { pod_id: String, reason: String },
+}
+
+/// One isolation mechanism and whether this runtime can use it here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mechanism {
+    /// `namespaces`, `cgroup.memory`, `cgroup.cpu`, `cgroup.pids`, `network-isolation`, ...
+    pub name: String,
+    pub available: bool,
+    /// How it is provided, or why it is missing.
+    pub detail: String,
+}
+
+/// Errors a runtime or agent exchange can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("pod {0} not found")]
+    PodNotFound(String),
+    #[error("pod failed to start: {0}")]
+    StartFailed(String),
+    #[error("agent at {address}: {message}")]
+    Agent { address: String, message: String },
+    #[error("agent protocol: {0}")]
+    Protocol(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Starts, stops and watches pods. Implementations must be cheap to share
+/// (`Arc<dyn Runtime>`) and safe to call concurrently.
+pub trait Runtime: Send + Sync + fmt::Debug + 'static {
+    /// `local` or `kubernetes`.
+    fn name(&self) -> &'static str;
+
+    /// The isolation mechanisms this runtime provides on this machine. Missing
+    /// ones are reported, never silently skipped.
+    fn mechanisms(&self) -> Vec<Mechanism>;
+
+    /// Starts a pod and returns once its agent answers a ping.
+    fn start_pod(&self, spec: PodSpec) -> BoxFuture<'_, Result<Pod, Error>>;
+
+    /// Stops a pod and removes everything it held. Stopping a pod that is
+    /// already gone succeeds.
+    fn stop_pod(&self, pod_id: &str) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// Pods that vanish on their own are announced here.
+    fn subscribe(&self) -> broadcast::Receiver<PodEvent>;
+
+    /// Removes pods left by an earlier run of the service (after a crash);
+    /// returns how many were removed.
+    fn remove_orphans(&self) -> BoxFuture<'_, Result<usize, Error>>;
+}

@@ -1,0 +1,444 @@
+//! The cgroups of local pods: detecting which controllers this machine lets
+//! the runtime use (v2, or v1 hierarchies), creating `hearth/<pod_id>` with the
+//! profile's limits, killing what runs in them, and removing them. Touches
+//! nothing outside `<mount>/hearth`.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hearth_core::Profile;
+
+use crate::Mechanism;
+
+/// The directory, under each hierarchy, that holds the pods' cgroups.
+const PARENT: &str = "hearth";
+const CFS_PERIOD_US: u64 = 100_000;
+
+/// A resource controller a pod is limited by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Controller {
+    Memory,
+    Cpu,
+    Pids,
+}
+
+impl Controller {
+    pub const ALL: [Controller; 3] = [Controller::Memory, Controller::Cpu, Controller::Pids];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Controller::Memory => "memory",
+            Controller::Cpu => "cpu",
+            Controller::Pids => "pids",
+        }
+    }
+
+    /// The file whose presence shows a v1 hierarchy can enforce the limit.
+    fn v1_limit_file(self) -> &'static str {
+        match self {
+            Controller::Memory => "memory.limit_in_bytes",
+            Controller::Cpu => "cpu.cfs_quota_us",
+            Controller::Pids => "pids.max",
+        }
+    }
+}
+
+/// How pods' cgroups are provided here.
+#[derive(Debug, Clone)]
+pub enum Cgroups {
+    /// One unified hierarchy; `dir` is `<mount>/hearth`.
+    V2 {
+        dir: PathBuf,
+        controllers: Vec<Controller>,
+    },
+    /// One hierarchy per controller; each dir is `<mount>/<ctrl>/hearth`.
+    V1 { dirs: Vec<(Controller, PathBuf)> },
+}
+
+impl Cgroups {
+    /// Finds the usable controllers under `mount` (normally `/sys/fs/cgroup`)
+    /// and creates the `hearth` parent cgroups. Reports one mechanism per
+    /// controller, available or not.
+    pub fn detect(mount: &Path) -> (Cgroups, Vec<Mechanism>) {
+        let controllers_file = mount.join("cgroup.controllers");
+        if let Ok(listed) = std::fs::read_to_string(&controllers_file) {
+            return Self::detect_v2(mount, &listed);
+        }
+        let mut dirs = Vec::new();
+        let mut mechanisms = Vec::new();
+        for ctrl in Controller::ALL {
+            let hierarchy = mount.join(ctrl.name());
+            let result = if hierarchy.join(ctrl.v1_limit_file()).exists() {
+                let dir = hierarchy.join(PARENT);
+                std::fs::create_dir_all(&dir).map(|()| dir)
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no {} hierarchy at {}", ctrl.name(), hierarchy.display()),
+                ))
+            };
+            mechanisms.push(match result {
+                Ok(dir) => {
+                    dirs.push((ctrl, dir));
+                    mechanism(ctrl, true, format!("cgroup v1 at {}", hierarchy.display()))
+                }
+                Err(e) => mechanism(ctrl, false, format!("cgroup v1 unusable: {e}")),
+            });
+        }
+        (Cgroups::V1 { dirs }, mechanisms)
+    }
+
+    fn detect_v2(mount: &Path, listed: &str) -> (Cgroups, Vec<Mechanism>) {
+        let listed: BTreeSet<&str> = listed.split_whitespace().collect();
+        let dir = mount.join(PARENT);
+        let wanted: Vec<Controller> = Controller::ALL
+            .into_iter()
+            .filter(|c| listed.contains(c.name()))
+            .collect();
+        let enable = wanted
+            .iter()
+            .map(|c| format!("+{}", c.name()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        // Pods' cgroups only get the controllers their parent delegates.
+        let setup = std::fs::create_dir_all(&dir)
+            .and_then(|()| write_if_needed(&mount.join("cgroup.subtree_control"), &enable))
+            .and_then(|()| write_if_needed(&dir.join("cgroup.subtree_control"), &enable));
+        let delegated: BTreeSet<String> =
+            std::fs::read_to_string(dir.join("cgroup.subtree_control"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|c| c.trim_start_matches('+').to_owned())
+                .collect();
+        let mut controllers = Vec::new();
+        let mechanisms = Controller::ALL
+            .into_iter()
+            .map(|ctrl| {
+                if !listed.contains(ctrl.name()) {
+                    mechanism(
+                        ctrl,
+                        false,
+                        format!("cgroup v2 at {} lacks the controller", mount.display()),
+                    )
+                } else if delegated.contains(ctrl.name()) {
+                    controllers.push(ctrl);
+                    mechanism(ctrl, true, format!("cgroup v2 at {}", mount.display()))
+                } else {
+                    let why = setup
+                        .as_ref()
+                        .err()
+                        .map_or_else(|| "not delegated".to_owned(), ToString::to_string);
+                    mechanism(
+                        ctrl,
+                        false,
+                        format!("cgroup v2 at {}: cannot enable: {why}", mount.display()),
+                    )
+                }
+            })
+            .collect();
+        (Cgroups::V2 { dir, controllers }, mechanisms)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Cgroups::V2 { controllers, .. } => controllers.is_empty(),
+            Cgroups::V1 { dirs } => dirs.is_empty(),
+        }
+    }
+
+    /// The pod's cgroup directories (whether they exist or not).
+    pub fn pod_dirs(&self, pod_id: &str) -> Vec<PathBuf> {
+        match self {
+            Cgroups::V2 { .. } if self.is_empty() => Vec::new(),
+            Cgroups::V2 { dir, .. } => vec![dir.join(pod_id)],
+            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d.join(pod_id)).collect(),
+        }
+    }
+
+    /// The agent's `--cgroup-v1` / `--cgroup-v2` arguments for the pod.
+    pub fn agent_args(&self, pod_id: &str) -> Vec<String> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        match self {
+            Cgroups::V2 { dir, .. } => {
+                vec![
+                    "--cgroup-v2".to_owned(),
+                    dir.join(pod_id).display().to_string(),
+                ]
+            }
+            Cgroups::V1 { dirs } => {
+                let list = dirs
+                    .iter()
+                    .map(|(c, d)| format!("{}={}", c.name(), d.join(pod_id).display()))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                vec!["--cgroup-v1".to_owned(), list]
+            }
+        }
+    }
+
+    /// Creates the pod's cgroups and writes the profile's limits.
+    pub fn create(&self, pod_id: &str, profile: &Profile) -> io::Result<()> {
+        let limits = Limits::of(profile);
+        match self {
+            Cgroups::V2 { dir, controllers } if !controllers.is_empty() => {
+                let pod = dir.join(pod_id);
+                std::fs::create_dir_all(&pod)?;
+                for ctrl in controllers {
+                    match ctrl {
+                        Controller::Memory => {
+                            write(&pod.join("memory.max"), &limits.memory_bytes.to_string())?;
+                            // Swap would let a job exceed its memory unnoticed.
+                            let _ = std::fs::write(pod.join("memory.swap.max"), "0");
+                        }
+                        Controller::Cpu => {
+                            let quota = limits
+                                .cpu_quota_us
+                                .map_or_else(|| "max".to_owned(), |q| q.to_string());
+                            write(&pod.join("cpu.max"), &format!("{quota} {CFS_PERIOD_US}"))?;
+                        }
+                        Controller::Pids => write(&pod.join("pids.max"), &limits.pids)?,
+                    }
+                }
+            }
+            Cgroups::V2 { .. } => {}
+            Cgroups::V1 { dirs } => {
+                for (ctrl, parent) in dirs {
+                    let pod = parent.join(pod_id);
+                    std::fs::create_dir_all(&pod)?;
+                    match ctrl {
+                        Controller::Memory => {
+                            let bytes = limits.memory_bytes.to_string();
+                            write(&pod.join("memory.limit_in_bytes"), &bytes)?;
+                            // Memory plus swap, so the job cannot swap past
+                            // its limit (absent without swap accounting).
+                            let memsw = pod.join("memory.memsw.limit_in_bytes");
+                            if memsw.exists() {
+                                write(&memsw, &bytes)?;
+                            }
+                        }
+                        Controller::Cpu => {
+                            write(&pod.join("cpu.cfs_period_us"), &CFS_PERIOD_US.to_string())?;
+                            let quota = limits.cpu_quota_us.map_or(-1, |q| q as i64);
+                            write(&pod.join("cpu.cfs_quota_us"), &quota.to_string())?;
+                        }
+                        Controller::Pids => write(&pod.join("pids.max"), &limits.pids)?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Pod ids that have a cgroup under `hearth/` in any hierarchy.
+    pub fn pod_ids(&self) -> BTreeSet<String> {
+        let parents: Vec<&PathBuf> = match self {
+            Cgroups::V2 { dir, .. } => vec![dir],
+            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d).collect(),
+        };
+        parents
+            .into_iter()
+            .filter_map(|p| std::fs::read_dir(p).ok())
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect()
+    }
+}
+
+fn mechanism(ctrl: Controller, available: bool, detail: String) -> Mechanism {
+    Mechanism {
+        name: format!("cgroup.{}", ctrl.name()),
+        available,
+        detail,
+    }
+}
+
+/// The profile's limits in the units cgroups take.
+#[derive(Debug, PartialEq, Eq)]
+struct Limits {
+    memory_bytes: u64,
+    /// CPU time per period; `None` is unlimited.
+    cpu_quota_us: Option<u64>,
+    /// `max` or a count.
+    pids: String,
+}
+
+impl Limits {
+    fn of(profile: &Profile) -> Limits {
+        Limits {
+            memory_bytes: u64::from(profile.memory_mib) * 1024 * 1024,
+            cpu_quota_us: (profile.cpu_millis > 0)
+                .then(|| u64::from(profile.cpu_millis) * CFS_PERIOD_US / 1000),
+            pids: if profile.pids == 0 {
+                "max".to_owned()
+            } else {
+                profile.pids.to_string()
+            },
+        }
+    }
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    std::fs::write(path, value).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("writing {value} to {}: {e}", path.display()),
+        )
+    })
+}
+
+/// Writes to a `cgroup.subtree_control` only what is not enabled yet.
+fn write_if_needed(path: &Path, enable: &str) -> io::Result<()> {
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    let missing: Vec<&str> = enable
+        .split_whitespace()
+        .filter(|c| !current.split_whitespace().any(|have| have == &c[1..]))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        write(path, &missing.join(" "))
+    }
+}
+
+/// Kills every process in `dirs` (repeating, as they may fork meanwhile) and
+/// removes the directories. Missing directories are fine.
+pub fn remove_dirs(dirs: &[PathBuf]) -> io::Result<()> {
+    let dirs: Vec<&PathBuf> = dirs.iter().filter(|d| d.exists()).collect();
+    if dirs.is_empty() {
+        return Ok(());
+    }
+    for dir in &dirs {
+        let kill = dir.join("cgroup.kill");
+        if kill.exists() {
+            let _ = std::fs::write(kill, "1");
+        }
+    }
+    let give_up = Instant::now() + Duration::from_secs(5);
+    loop {
+        let pids = live_pids(&dirs);
+        if !pids.is_empty() {
+            kill_pids(&pids);
+        }
+        let mut left = Vec::new();
+        for dir in &dirs {
+            match std::fs::remove_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => left.push(((*dir).clone(), e)),
+            }
+        }
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > give_up {
+            let (dir, e) = left.swap_remove(0);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot remove cgroup {}: {e}", dir.display()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn live_pids(dirs: &[&PathBuf]) -> Vec<u32> {
+    let mut pids: Vec<u32> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// SIGKILLs `pids` with the system `kill` (no libc here).
+pub fn kill_pids(pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let _ = std::process::Command::new("kill")
+        .arg("-9")
+        .arg("--")
+        .args(pids.iter().map(u32::to_string))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_follow_the_profile() {
+        let mut p = Profile::cpu("t");
+        p.memory_mib = 512;
+        p.cpu_millis = 1500;
+        p.pids = 64;
+        assert_eq!(
+            Limits::of(&p),
+            Limits {
+                memory_bytes: 512 << 20,
+                cpu_quota_us: Some(150_000),
+                pids: "64".into(),
+            }
+        );
+        p.cpu_millis = 0;
+        p.pids = 0;
+        let l = Limits::of(&p);
+        assert_eq!((l.cpu_quota_us, l.pids.as_str()), (None, "max"));
+    }
+
+    #[test]
+    fn agent_args_name_every_hierarchy() {
+        let v1 = Cgroups::V1 {
+            dirs: vec![
+                (Controller::Memory, "/cg/memory/hearth".into()),
+                (Controller::Pids, "/cg/pids/hearth".into()),
+            ],
+        };
+        assert_eq!(
+            v1.agent_args("p1"),
+            [
+                "--cgroup-v1",
+                "memory=/cg/memory/hearth/p1,pids=/cg/pids/hearth/p1"
+            ]
+        );
+        let v2 = Cgroups::V2 {
+            dir: "/cg/hearth".into(),
+            controllers: vec![Controller::Memory],
+        };
+        assert_eq!(v2.agent_args("p1"), ["--cgroup-v2", "/cg/hearth/p1"]);
+        let none = Cgroups::V1 { dirs: Vec::new() };
+        assert!(none.agent_args("p1").is_empty() && none.pod_dirs("p1").is_empty());
+    }
+
+    #[test]
+    fn detects_a_fake_v2_mount() {
+        let mount = std::env::temp_dir().join(format!("hearth-cg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&mount);
+        std::fs::create_dir_all(&mount).unwrap();
+        std::fs::write(mount.join("cgroup.controllers"), "cpu memory io").unwrap();
+        let (cg, mechs) = Cgroups::detect(&mount);
+        // A plain directory does not delegate like cgroupfs does, but the
+        // written subtree_control files say what was asked for.
+        assert!(matches!(cg, Cgroups::V2 { .. }));
+        let by_name = |n: &str| mechs.iter().find(|m| m.name == n).unwrap().clone();
+        assert!(by_name("cgroup.memory").available);
+        assert!(by_name("cgroup.cpu").available);
+        assert!(!by_name("cgroup.pids").available);
+        std::fs::remove_dir_all(&mount).unwrap();
+    }
+}

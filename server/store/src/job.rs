@@ -1,0 +1,393 @@
+//! Jobs and their logs.
+
+use sqlx::{PgConnection, PgExecutor};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{Error, Result};
+
+/// A row of `job`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub job_id: Uuid,
+    pub tenant_id: Uuid,
+    pub kind: String,
+    pub profile: String,
+    pub caller: String,
+    pub state: String,
+    pub priority: i32,
+    pub spec: serde_json::Value,
+    pub idempotency_key: Option<String>,
+    pub request_hash: Option<String>,
+    pub attempts: i32,
+    pub cancel_requested: bool,
+    pub source: Option<String>,
+    pub pods: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub output: Option<serde_json::Value>,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub assigned_at: Option<OffsetDateTime>,
+    pub started_at: Option<OffsetDateTime>,
+    pub finished_at: Option<OffsetDateTime>,
+    pub queued_ms: Option<f64>,
+    pub acquire_ms: Option<f64>,
+    pub bind_ms: Option<f64>,
+    pub run_ms: Option<f64>,
+    pub total_ms: Option<f64>,
+}
+
+/// A job to insert in state `queued`.
+#[derive(Debug, Clone)]
+pub struct NewJob<'a> {
+    pub job_id: Uuid,
+    pub tenant_id: Uuid,
+    pub kind: &'a str,
+    pub profile: &'a str,
+    pub caller: &'a str,
+    pub priority: i32,
+    pub spec: &'a serde_json::Value,
+    pub idempotency_key: Option<&'a str>,
+    /// Hash of the request body, compared when the idempotency key repeats.
+    pub request_hash: Option<&'a str>,
+}
+
+/// What [`insert`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inserted {
+    New(JobRow),
+    /// The idempotency key was seen before with the same request.
+    Existing(JobRow),
+}
+
+/// Inserts a queued job. With an idempotency key already used for the same
+/// request, returns the existing job; with another request, fails with
+/// [`Error::IdempotencyMismatch`].
+#[tracing::instrument(skip_all, fields(job_id = %job.job_id))]
+pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted> {
+    let inserted = sqlx::query_as!(
+        JobRow,
+        "insert into job (job_id, tenant_id, kind, profile, caller, state, priority, spec,
+                          idempotency_key, request_hash)
+         values ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)
+         on conflict on constraint job_idempotency_key_unique do nothing
+         returning *",
+        job.job_id,
+        job.tenant_id,
+        job.kind,
+        job.profile,
+        job.caller,
+        job.priority,
+        job.spec,
+        job.idempotency_key,
+        job.request_hash,
+    )
+    .fetch_optional(&mut *db)
+    .await?;
+    if let Some(row) = inserted {
+        return Ok(Inserted::New(row));
+    }
+    let existing = sqlx::query_as!(
+        JobRow,
+        "select * from job where tenant_id = $1 and idempotency_key = $2",
+        job.tenant_id,
+        job.idempotency_key
+    )
+    .fetch_one(&mut *db)
+    .await?;
+    if existing.request_hash.as_deref() == job.request_hash {
+        Ok(Inserted::Existing(existing))
+    } else {
+        Err(Error::IdempotencyMismatch)
+    }
+}
+
+/// A tenant's job.
+#[tracing::instrument(skip(db))]
+pub async fn get(db: impl PgExecutor<'_>, tenant_id: Uuid, job_id: Uuid) -> Result<Option<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        "select * from job where tenant_id = $1 and job_id = $2",
+        tenant_id,
+        job_id
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Filters of [`list`]; `None` matches everything.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub state: Option<String>,
+    pub kind: Option<String>,
+    pub caller: Option<String>,
+    pub profile: Option<String>,
+    /// Keyset cursor: only jobs older than this one.
+    pub before: Option<Uuid>,
+    pub limit: i64,
+}
+
+/// A tenant's jobs, newest first.
+#[tracing::instrument(skip(db))]
+pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Result<Vec<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        "select * from job
+         where tenant_id = $1
+           and ($2::text is null or state = $2)
+           and ($3::text is null or kind = $3)
+           and ($4::text is null or caller = $4)
+           and ($5::text is null or profile = $5)
+           and ($6::uuid is null or job_id < $6)
+         order by job_id desc
+         limit $7",
+        tenant_id,
+        f.state,
+        f.kind,
+        f.caller,
+        f.profile,
+        f.before,
+        f.limit
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Every job not yet finished, highest priority and oldest first: what a new
+/// scheduler leader rebuilds its queue from.
+#[tracing::instrument(skip(db))]
+pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        "select * from job where state in ('queued', 'assigned', 'running')
+         order by priority desc, job_id"
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Queued jobs created after `after` (jobs another replica accepted).
+#[tracing::instrument(skip(db))]
+pub async fn queued_after(db: impl PgExecutor<'_>, after: Uuid) -> Result<Vec<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        "select * from job where state = 'queued' and job_id > $1 order by job_id",
+        after
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Jobs holding pods whose cancellation was requested (possibly through
+/// another replica).
+#[tracing::instrument(skip(db))]
+pub async fn cancel_requested(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar!(
+        "select job_id from job where state in ('assigned', 'running') and cancel_requested"
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// `queued -> assigned`. Returns false if the job is no longer queued or was
+/// cancelled meanwhile.
+#[tracing::instrument(skip(db))]
+pub async fn assign(
+    db: impl PgExecutor<'_>,
+    job_id: Uuid,
+    source: &str,
+    pods: &[String],
+    queued_ms: f64,
+) -> Result<bool> {
+    let done = sqlx::query!(
+        "update job set state = 'assigned', source = $2, pods = $3, queued_ms = $4,
+                        attempts = attempts + 1, assigned_at = now()
+         where job_id = $1 and state = 'queued' and not cancel_requested",
+        job_id,
+        source,
+        pods,
+        queued_ms
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// `assigned -> running`, once the pods are acquired and bound.
+#[tracing::instrument(skip(db))]
+pub async fn start(
+    db: impl PgExecutor<'_>,
+    job_id: Uuid,
+    acquire_ms: f64,
+    bind_ms: f64,
+) -> Result<bool> {
+    let done = sqlx::query!(
+        "update job set state = 'running', started_at = now(), acquire_ms = $2, bind_ms = $3
+         where job_id = $1 and state = 'assigned'",
+        job_id,
+        acquire_ms,
+        bind_ms
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// `assigned | running -> queued`: the job's pod was lost and it may run
+/// again. Returns false when the job has had `max_attempts` attempts (or no
+/// longer holds pods, or was cancelled).
+#[tracing::instrument(skip(db))]
+pub async fn requeue(db: impl PgExecutor<'_>, job_id: Uuid, max_attempts: i32) -> Result<bool> {
+    let done = sqlx::query!(
+        "update job set state = 'queued', source = null, pods = '{}', assigned_at = null,
+                        started_at = null
+         where job_id = $1 and state in ('assigned', 'running') and attempts < $2
+           and not cancel_requested",
+        job_id,
+        max_attempts
+    )
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The end of a job.
+#[derive(Debug, Clone, Default)]
+pub struct Finish {
+    pub state: String,
+    pub exit_code: Option<i32>,
+    pub output: Option<serde_json::Value>,
+    /// Bounded heads of the output kept on the job row.
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    pub acquire_ms: Option<f64>,
+    pub bind_ms: Option<f64>,
+    pub run_ms: Option<f64>,
+    /// Full logs, stored apart when longer than the heads.
+    pub full_logs: Option<(String, String)>,
+}
+
+/// Moves an unfinished job to its final state and stores its logs. Returns the
+/// final row, or `None` if the job had already finished.
+#[tracing::instrument(skip(db, f), fields(state = %f.state))]
+pub async fn finish(db: &mut PgConnection, job_id: Uuid, f: &Finish) -> Result<Option<JobRow>> {
+    let row = sqlx::query_as!(
+        JobRow,
+        "update job set state = $2, exit_code = $3, output = $4, stdout = $5, stderr = $6,
+                        stdout_truncated = $7, stderr_truncated = $8, error_code = $9,
+                        error_message = $10,
+                        acquire_ms = coalesce($11, acquire_ms), bind_ms = coalesce($12, bind_ms),
+                        run_ms = $13, finished_at = now(),
+                        queued_ms = coalesce(queued_ms, extract(epoch from now() - created_at) * 1000),
+                        total_ms = extract(epoch from now() - created_at) * 1000
+         where job_id = $1 and state in ('queued', 'assigned', 'running')
+         returning *",
+        job_id,
+        f.state,
+        f.exit_code,
+        f.output,
+        f.stdout,
+        f.stderr,
+        f.stdout_truncated,
+        f.stderr_truncated,
+        f.error_code,
+        f.error_message,
+        f.acquire_ms,
+        f.bind_ms,
+        f.run_ms
+    )
+    .fetch_optional(&mut *db)
+    .await?;
+    if let (Some(row), Some((out, err))) = (&row, &f.full_logs) {
+        sqlx::query!(
+            "insert into job_log (job_id, tenant_id, stdout, stderr) values ($1, $2, $3, $4)
+             on conflict (job_id) do update set stdout = excluded.stdout, stderr = excluded.stderr",
+            job_id,
+            row.tenant_id,
+            out,
+            err
+        )
+        .execute(&mut *db)
+        .await?;
+    }
+    Ok(row)
+}
+
+/// What [`request_cancel`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cancel {
+    /// The job was queued and is now cancelled.
+    Cancelled(JobRow),
+    /// The job holds pods; the scheduler must stop it.
+    Requested(JobRow),
+    /// The job had already finished.
+    Finished(JobRow),
+    NotFound,
+}
+
+/// Cancels a queued job at once, or marks a running one for the scheduler.
+#[tracing::instrument(skip(db))]
+pub async fn request_cancel(
+    db: &mut PgConnection,
+    tenant_id: Uuid,
+    job_id: Uuid,
+) -> Result<Cancel> {
+    let row = sqlx::query_as!(
+        JobRow,
+        "update job set cancel_requested = true,
+                        state = case when state = 'queued' then 'cancelled' else state end,
+                        error_code = case when state = 'queued' then 'cancelled' else error_code end,
+                        error_message = case when state = 'queued' then 'cancelled before it started'
+                                             else error_message end,
+                        finished_at = case when state = 'queued' then now() else finished_at end,
+                        total_ms = case when state = 'queued'
+                                        then extract(epoch from now() - created_at) * 1000
+                                        else total_ms end
+         where tenant_id = $1 and job_id = $2 and state in ('queued', 'assigned', 'running')
+         returning *",
+        tenant_id,
+        job_id
+    )
+    .fetch_optional(&mut *db)
+    .await?;
+    Ok(match row {
+        Some(r) if r.state == "cancelled" => Cancel::Cancelled(r),
+        Some(r) => Cancel::Requested(r),
+        None => match get(&mut *db, tenant_id, job_id).await? {
+            Some(r) => Cancel::Finished(r),
+            None => Cancel::NotFound,
+        },
+    })
+}
+
+/// Full logs of a tenant's job: `(stdout, stderr)`. Falls back to the row's
+/// heads when nothing longer was stored.
+#[tracing::instrument(skip(db))]
+pub async fn logs(
+    db: &mut PgConnection,
+    tenant_id: Uuid,
+    job_id: Uuid,
+) -> Result<Option<(String, String)>> {
+    let full = sqlx::query!(
+        "select stdout, stderr from job_log where tenant_id = $1 and job_id = $2",
+        tenant_id,
+        job_id
+    )
+    .fetch_optional(&mut *db)
+    .await?;
+    if let Some(r) = full {
+        return Ok(Some((r.stdout, r.stderr)));
+    }
+    Ok(get(&mut *db, tenant_id, job_id)
+        .await?
+        .map(|r| (r.stdout, r.stderr)))
+}

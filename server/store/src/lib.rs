@@ -1,0 +1,107 @@
+//! Hearth's Postgres store: the source of truth for tenants, keys, bundles and
+//! jobs.
+//!
+//! Functions take an executor (`impl PgExecutor`) so that callers own the
+//! transaction. Every tenant-owned query filters on `tenant_id`. All state
+//! changes of a job are compare-and-set updates: a transition that no longer
+//! applies (the job was cancelled meanwhile, another scheduler took it) changes
+//! nothing and reports so.
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+
+pub mod bundle;
+pub mod job;
+pub mod tenant;
+
+pub use sqlx::PgPool as Pool;
+
+/// The embedded migrations (`migrations/` at the repository root).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// Errors of the store layer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A named unique constraint was violated.
+    #[error("conflict on {0}")]
+    Conflict(&'static str),
+    /// The idempotency key was used before with a different request.
+    #[error("idempotency key reused with a different request")]
+    IdempotencyMismatch,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Maps a unique-constraint violation named `constraint` to
+/// [`Error::Conflict`], leaving other errors as they are.
+pub(crate) fn on_constraint(constraint: &'static str) -> impl FnOnce(sqlx::Error) -> Error {
+    move |e| match &e {
+        sqlx::Error::Database(db) if db.constraint() == Some(constraint) => {
+            Error::Conflict(constraint)
+        }
+        _ => Error::Database(e),
+    }
+}
+
+/// Connects to `url`, first creating its database when `create` is set and
+/// it does not exist, then applies the migrations.
+pub async fn connect(url: &str, create: bool, max_connections: u32) -> Result<PgPool> {
+    let options: PgConnectOptions = url.parse()?;
+    if create {
+        ensure_database(&options).await?;
+    }
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(options)
+        .await?;
+    MIGRATOR.run(&pool).await?;
+    Ok(pool)
+}
+
+/// A second pool onto the same database whose commits do not wait for the
+/// write-ahead log to reach disk (`synchronous_commit = off`).
+///
+/// For intermediate job transitions only (`assigned`, `running`): losing one
+/// in a crash is harmless, because a new leader treats a job that holds pods
+/// exactly like a queued one. Acceptance and final states always use the
+/// durable pool. Postgres still never corrupts or reorders: a relaxed commit is
+/// at most lost, never half-applied.
+pub async fn connect_relaxed(url: &str, max_connections: u32) -> Result<PgPool> {
+    let options: PgConnectOptions = url.parse()?;
+    Ok(PgPoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(options.options([("synchronous_commit", "off")]))
+        .await?)
+}
+
+async fn ensure_database(options: &PgConnectOptions) -> Result<()> {
+    let Some(name) = options.get_database().map(str::to_owned) else {
+        return Ok(());
+    };
+    let mut admin = options.clone().database("postgres").connect().await?;
+    let exists: bool = sqlx::query_scalar!(
+        r#"select exists(select 1 from pg_database where datname = $1) as "exists!""#,
+        name
+    )
+    .fetch_one(&mut admin)
+    .await?;
+    if !exists {
+        // Identifiers cannot be bound as parameters; quote it as Postgres does.
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        match sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {quoted}")))
+            .execute(&mut admin)
+            .await
+        {
+            Ok(_) => tracing::info!(database = %name, "created database"),
+            // Another replica created it at the same moment.
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P04") => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    admin.close().await?;
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! Store functions against a fresh, migrated database per test.
+
+use hearth_store::job::{self, Cancel, Filter, Finish, Inserted, NewJob};
+use hearth_store::{Error, tenant};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+fn new_job<'a>(
+    tenant_id: Uuid,
+    spec: &'a serde_json::Value,
+    key: Option<&'a str>,
+    hash: Option<&'a str>,
+) -> NewJob<'a> {
+    NewJob {
+        job_id: Uuid::now_v7(),
+        tenant_id,
+        kind: "tool_call",
+        profile: "cpu-small",
+        caller: "agent-1",
+        priority: 0,
+        spec,
+        idempotency_key: key,
+        request_hash: hash,
+    }
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn tenant_names_are_unique_and_keys_revocable(db: PgPool) {
+    let t = tenant::create(&db, "acme").await.unwrap();
+    assert!(matches!(
+        tenant::create(&db, "acme").await,
+        Err(Error::Conflict("tenant_name_unique"))
+    ));
+    let k = tenant::create_key(&db, t.tenant_id, "default", "abcdefabcdef", "hash")
+        .await
+        .unwrap();
+    assert_eq!(
+        tenant::find_key(&db, "abcdefabcdef")
+            .await
+            .unwrap()
+            .unwrap()
+            .tenant_id,
+        t.tenant_id
+    );
+    let other = tenant::create(&db, "other").await.unwrap();
+    // Another tenant cannot revoke it.
+    assert!(
+        tenant::revoke_key(&db, other.tenant_id, k.api_key_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let revoked = tenant::revoke_key(&db, t.tenant_id, k.api_key_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(tenant::delete(&db, t.tenant_id).await.unwrap());
+    assert!(
+        tenant::find_key(&db, "abcdefabcdef")
+            .await
+            .unwrap()
+            .is_none(),
+        "keys go with the tenant"
+    );
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn idempotent_insert(db: PgPool) {
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({"x": 1});
+    let mut conn = db.acquire().await.unwrap();
+    let Inserted::New(first) = job::insert(
+        &mut conn,
+        &new_job(t.tenant_id, &spec, Some("k"), Some("h1")),
+    )
+    .await
+    .unwrap() else {
+        panic!("first insert is new");
+    };
+    let again = job::insert(
+        &mut conn,
+        &new_job(t.tenant_id, &spec, Some("k"), Some("h1")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again, Inserted::Existing(first.clone()));
+    assert!(matches!(
+        job::insert(
+            &mut conn,
+            &new_job(t.tenant_id, &spec, Some("k"), Some("h2"))
+        )
+        .await,
+        Err(Error::IdempotencyMismatch)
+    ));
+    // The same key in another tenant is another job.
+    let u = tenant::create(&db, "other").await.unwrap();
+    assert!(matches!(
+        job::insert(
+            &mut conn,
+            &new_job(u.tenant_id, &spec, Some("k"), Some("h2"))
+        )
+        .await
+        .unwrap(),
+        Inserted::New(_)
+    ));
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn lifecycle_is_compare_and_set(db: PgPool) {
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({});
+    let mut conn = db.acquire().await.unwrap();
+    let Inserted::New(row) = job::insert(&mut conn, &new_job(t.tenant_id, &spec, None, None))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let id = row.job_id;
+    assert!(
+        !job::start(&db, id, 1.0, 1.0).await.unwrap(),
+        "cannot run before assigned"
+    );
+    assert!(
+        job::assign(&db, id, "cold", &["pod-1".into()], 2.0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !job::assign(&db, id, "cold", &["pod-2".into()], 2.0)
+            .await
+            .unwrap(),
+        "assigned once"
+    );
+    assert!(job::start(&db, id, 3.0, 4.0).await.unwrap());
+    // Lost pod: back to the queue while attempts remain.
+    assert!(
+        !job::requeue(&db, id, 1).await.unwrap(),
+        "no attempts left at max 1"
+    );
+    assert!(job::requeue(&db, id, 2).await.unwrap());
+    assert!(
+        job::assign(&db, id, "warm", &["pod-3".into()], 2.0)
+            .await
+            .unwrap()
+    );
+    let fin = Finish {
+        state: "succeeded".into(),
+        exit_code: Some(0),
+        output: Some(json!({"ok": true})),
+        stdout: "head".into(),
+        full_logs: Some(("head and more".into(), String::new())),
+        ..Finish::default()
+    };
+    let done = job::finish(&mut conn, id, &fin).await.unwrap().unwrap();
+    assert_eq!((done.state.as_str(), done.attempts), ("succeeded", 2));
+    assert!(done.total_ms.is_some());
+    assert!(
+        job::finish(&mut conn, id, &fin).await.unwrap().is_none(),
+        "final states are final"
+    );
+    assert_eq!(
+        job::logs(&mut conn, t.tenant_id, id)
+            .await
+            .unwrap()
+            .unwrap()
+            .0,
+        "head and more"
+    );
+    assert!(
+        job::logs(&mut conn, Uuid::now_v7(), id)
+            .await
+            .unwrap()
+            .is_none(),
+        "other tenant"
+    );
+    assert_eq!(
+        job::request_cancel(&mut conn, t.tenant_id, id)
+            .await
+            .unwrap(),
+        Cancel::Finished(done)
+    );
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn cancel_and_list(db: PgPool) {
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({});
+    let mut conn = db.acquire().await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let Inserted::New(r) = job::insert(&mut conn, &new_job(t.tenant_id, &spec, None, None))
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        ids.push(r.job_id);
+    }
+    // Queued: cancelled at once, and can no longer be assigned.
+    assert!(matches!(
+        job::request_cancel(&mut conn, t.tenant_id, ids[0])
+            .await
+            .unwrap(),
+        Cancel::Cancelled(_)
+    ));
+    assert!(!job::assign(&db, ids[0], "cold", &[], 0.0).await.unwrap());
+    // Running: marked for the scheduler, and no longer re-queued.
+    assert!(job::assign(&db, ids[1], "cold", &[], 0.0).await.unwrap());
+    assert!(matches!(
+        job::request_cancel(&mut conn, t.tenant_id, ids[1])
+            .await
+            .unwrap(),
+        Cancel::Requested(_)
+    ));
+    assert!(!job::requeue(&db, ids[1], 5).await.unwrap());
+    assert_eq!(
+        job::request_cancel(&mut conn, Uuid::now_v7(), ids[2])
+            .await
+            .unwrap(),
+        Cancel::NotFound
+    );
+
+    let all = job::list(
+        &db,
+        t.tenant_id,
+        &Filter {
+            limit: 10,
+            ..Filter::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        all.iter().map(|r| r.job_id).collect::<Vec<_>>(),
+        [ids[2], ids[1], ids[0]]
+    );
+    let page = job::list(
+        &db,
+        t.tenant_id,
+        &Filter {
+            limit: 10,
+            before: Some(ids[1]),
+            ..Filter::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(page.len(), 1);
+    let cancelled = job::list(
+        &db,
+        t.tenant_id,
+        &Filter {
+            limit: 10,
+            state: Some("cancelled".into()),
+            ..Filter::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(cancelled.len(), 1);
+    let unfinished = job::unfinished(&db).await.unwrap();
+    assert_eq!(
+        unfinished.iter().map(|r| r.job_id).collect::<Vec<_>>(),
+        [ids[1], ids[2]]
+    );
+    assert_eq!(job::queued_after(&db, ids[1]).await.unwrap().len(), 1);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up what the tests need on a fresh Debian machine (bubblewrap, a running
+# PostgreSQL), builds the workspace's binaries and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v bwrap >/dev/null; then
+    echo "installing bubblewrap"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+fi
+
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    echo "starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start
+    for _ in $(seq 1 60); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.5; done
+fi
+
+# Queries are checked at build time against the committed .sqlx/ cache, so the
+# build needs no database; the tests then use the real server.
+export SQLX_OFFLINE=true
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+export HEARTH_TEST_POSTGRES="${HEARTH_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
+
+cargo build --workspace --bins --locked
+cargo test --workspace --locked "$@"

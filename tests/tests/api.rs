@@ -1,0 +1,459 @@
+//! The HTTP contract: authentication, tenancy, validation, idempotency,
+//! listing and the admin API.
+
+use hearth_tests::*;
+use serde_json::{Value, json};
+
+fn jwt(claims: &Value, secret: &str) -> String {
+    let key = jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).expect("key");
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), claims, &key).expect("encode")
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+#[tokio::test]
+async fn credentials_are_checked() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("acme").await;
+
+    // No credentials, a wrong key, a malformed key.
+    let r = app.http.get(app.url("/v1/jobs")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "unauthorized");
+    let wrong = format!("{}x", &t.key[..t.key.len() - 1]);
+    assert_eq!(app.get(&wrong, "/v1/jobs").await.0, 401);
+    assert_eq!(app.get("hk_nope", "/v1/jobs").await.0, 401);
+    assert_eq!(app.get(&t.key, "/v1/jobs").await.0, 200);
+
+    // A second key works; revoking it makes it 401 at once.
+    let (s, k) = app
+        .post(
+            ADMIN_TOKEN,
+            &format!("/v1/admin/tenants/{}/keys", t.tenant_id),
+            &json!({"name": "ci"}),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let key2 = k["api_key"].as_str().unwrap().to_owned();
+    assert_eq!(app.get(&key2, "/v1/jobs").await.0, 200);
+    let r = app
+        .http
+        .delete(app.url(&format!(
+            "/v1/admin/tenants/{}/keys/{}",
+            t.tenant_id,
+            k["api_key_id"].as_str().unwrap()
+        )))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let (s, body) = app.get(&key2, "/v1/jobs").await;
+    assert_eq!(s, 401);
+    assert_eq!(body["message"], "API key revoked");
+    assert_eq!(app.get(&t.key, "/v1/jobs").await.0, 200);
+
+    // Keys are listed without secrets.
+    let (s, keys) = app
+        .get(
+            ADMIN_TOKEN,
+            &format!("/v1/admin/tenants/{}/keys", t.tenant_id),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(keys.as_array().unwrap().len(), 2);
+    assert!(!keys.to_string().contains(&key2[15..]));
+
+    // The admin API refuses tenant keys.
+    assert_eq!(app.get(&t.key, "/v1/admin/tenants").await.0, 401);
+}
+
+#[tokio::test]
+async fn jwts_from_the_configured_issuer() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("jwt-co").await;
+    let good =
+        json!({"tenant": t.tenant_id, "iss": JWT_ISSUER, "aud": JWT_AUDIENCE, "exp": now() + 600});
+    assert_eq!(app.get(&jwt(&good, JWT_SECRET), "/v1/jobs").await.0, 200);
+
+    let expired =
+        json!({"tenant": t.tenant_id, "iss": JWT_ISSUER, "aud": JWT_AUDIENCE, "exp": now() - 600});
+    assert_eq!(app.get(&jwt(&expired, JWT_SECRET), "/v1/jobs").await.0, 401);
+    let not_yet = json!({"tenant": t.tenant_id, "iss": JWT_ISSUER, "aud": JWT_AUDIENCE, "exp": now() + 600, "nbf": now() + 300});
+    assert_eq!(app.get(&jwt(&not_yet, JWT_SECRET), "/v1/jobs").await.0, 401);
+    assert_eq!(
+        app.get(&jwt(&good, "another-secret-entirely"), "/v1/jobs")
+            .await
+            .0,
+        401,
+        "forged"
+    );
+    let wrong_iss = json!({"tenant": t.tenant_id, "iss": "https://evil", "aud": JWT_AUDIENCE, "exp": now() + 600});
+    assert_eq!(
+        app.get(&jwt(&wrong_iss, JWT_SECRET), "/v1/jobs").await.0,
+        401
+    );
+    let wrong_aud =
+        json!({"tenant": t.tenant_id, "iss": JWT_ISSUER, "aud": "other", "exp": now() + 600});
+    assert_eq!(
+        app.get(&jwt(&wrong_aud, JWT_SECRET), "/v1/jobs").await.0,
+        401
+    );
+    let unknown_tenant = json!({"tenant": uuid::Uuid::new_v4(), "iss": JWT_ISSUER, "aud": JWT_AUDIENCE, "exp": now() + 600});
+    assert_eq!(
+        app.get(&jwt(&unknown_tenant, JWT_SECRET), "/v1/jobs")
+            .await
+            .0,
+        401
+    );
+    // Tampered payload with the original signature.
+    let token = jwt(&good, JWT_SECRET);
+    let parts: Vec<&str> = token.split('.').collect();
+    let forged = format!("{}.{}x.{}", parts[0], parts[1], parts[2]);
+    assert_eq!(app.get(&forged, "/v1/jobs").await.0, 401);
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_errors_and_changes_nothing() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("strict").await;
+    let post_raw = |body: &'static str, content_type: &'static str| {
+        app.http
+            .post(app.url("/v1/jobs"))
+            .bearer_auth(&t.key)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let code = |r: reqwest::Response| async move {
+        let s = r.status().as_u16();
+        let v: Value = r.json().await.expect("JSON error body");
+        (s, v["code"].as_str().unwrap_or_default().to_owned())
+    };
+    assert_eq!(
+        code(post_raw("{not json", "application/json").await.unwrap()).await,
+        (400, "invalid_request".into())
+    );
+    assert_eq!(
+        code(post_raw("{}", "text/plain").await.unwrap()).await,
+        (415, "unsupported_media_type".into())
+    );
+    assert_eq!(
+        code(
+            post_raw(r#"{"kind":"tool_call"}"#, "application/json")
+                .await
+                .unwrap()
+        )
+        .await,
+        (422, "validation_failed".into())
+    );
+    assert_eq!(
+        code(
+            post_raw(
+                r#"{"kind":"nope","profile":"cpu-small","caller":"a","command":["x"]}"#,
+                "application/json"
+            )
+            .await
+            .unwrap()
+        )
+        .await,
+        (422, "validation_failed".into())
+    );
+
+    let mut job = python_job("a", "print(1)");
+    job["profile"] = json!("gpu-huge");
+    let (s, v) = app.submit(&t.key, &job, None).await;
+    assert_eq!((s, v["code"].as_str().unwrap()), (422, "unknown_profile"));
+
+    let mut job = python_job("bad caller!", "print(1)");
+    job["timeout_s"] = json!(0);
+    job["env"] = json!({"RANK": "3"});
+    job["deps"] = json!({"pip": ["--index-url=http://x"]});
+    let (s, v) = app.submit(&t.key, &job, None).await;
+    assert_eq!(s, 422);
+    assert_eq!(v["code"], "validation_failed");
+    let fields: Vec<&str> = v["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["caller", "deps.pip[0]", "env.RANK", "timeout_s"]);
+
+    let mut job = python_job("a", "print(1)");
+    job["code"] = json!({"bundle": format!("sha256:{}", "0".repeat(64))});
+    assert_eq!(
+        app.submit(&t.key, &job, None).await.1["code"],
+        "unknown_bundle"
+    );
+
+    let big = "x".repeat(9 << 20);
+    let r = app
+        .http
+        .post(app.url("/v1/jobs"))
+        .bearer_auth(&t.key)
+        .json(&python_job("a", &big))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (413, "payload_too_large".into()));
+
+    let (s, v) = app.get(&t.key, "/v1/jobs/not-a-uuid").await;
+    assert_eq!((s, v["code"].as_str().unwrap()), (400, "invalid_request"));
+    let (s, v) = app.get(&t.key, "/v1/jobs?state=bogus").await;
+    assert_eq!((s, v["code"].as_str().unwrap()), (400, "invalid_request"));
+    let (s, v) = app
+        .get(
+            &t.key,
+            &format!("/v1/jobs/{}?wait=-1", uuid::Uuid::new_v4()),
+        )
+        .await;
+    assert_eq!((s, v["code"].as_str().unwrap()), (400, "invalid_request"));
+
+    // None of it created a job.
+    let (_, list) = app.get(&t.key, "/v1/jobs").await;
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn tenants_are_isolated_and_jobs_listed() {
+    let app = spawn_app().await;
+    let a = app.create_tenant("tenant-a").await;
+    let b = app.create_tenant("tenant-b").await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let mut job = python_job(&format!("c{i}"), "print('hi')");
+        if i == 2 {
+            job["kind"] = json!("verifier");
+        }
+        let (s, v) = app.submit(&a.key, &job, Some(60.0)).await;
+        assert_eq!(s, 200, "{v}");
+        ids.push(v["id"].as_str().unwrap().to_owned());
+    }
+    // Another tenant sees nothing of A's.
+    let (s, v) = app.get(&b.key, &format!("/v1/jobs/{}", ids[0])).await;
+    assert_eq!((s, v["code"].as_str().unwrap()), (404, "not_found"));
+    assert_eq!(
+        app.post(&b.key, &format!("/v1/jobs/{}/cancel", ids[0]), &json!({}))
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        app.get(&b.key, &format!("/v1/jobs/{}/logs", ids[0]))
+            .await
+            .0,
+        404
+    );
+    let r = app
+        .http
+        .get(app.url(&format!("/v1/jobs/{}/events", ids[0])))
+        .bearer_auth(&b.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(
+        app.get(&b.key, "/v1/jobs").await.1["jobs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+
+    // Keyset pagination, newest first, and filters.
+    let (_, p1) = app.get(&a.key, "/v1/jobs?limit=2").await;
+    let page1: Vec<&str> = p1["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(page1, [ids[2].as_str(), ids[1].as_str()]);
+    let cursor = p1["next_cursor"].as_str().unwrap();
+    let (_, p2) = app
+        .get(&a.key, &format!("/v1/jobs?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(p2["jobs"][0]["id"], ids[0].as_str());
+    assert!(p2["next_cursor"].is_null());
+    let (_, v) = app.get(&a.key, "/v1/jobs?kind=verifier").await;
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+    let (_, v) = app.get(&a.key, "/v1/jobs?caller=c1&state=succeeded").await;
+    assert_eq!(v["jobs"][0]["id"], ids[1].as_str());
+
+    // Admin: list, rename (conflict on a taken name), delete.
+    let (s, list) = app.get(ADMIN_TOKEN, "/v1/admin/tenants").await;
+    assert_eq!(s, 200);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let rename = |name: &'static str| {
+        app.http
+            .patch(app.url(&format!("/v1/admin/tenants/{}", a.tenant_id)))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&json!({ "name": name }))
+            .send()
+    };
+    assert_eq!(rename("tenant-b").await.unwrap().status(), 409);
+    assert_eq!(rename("tenant-a2").await.unwrap().status(), 200);
+    let r = app
+        .http
+        .delete(app.url(&format!("/v1/admin/tenants/{}", b.tenant_id)))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(app.get(&b.key, "/v1/jobs").await.0, 401);
+    assert_eq!(
+        app.post(
+            ADMIN_TOKEN,
+            "/v1/admin/tenants",
+            &json!({"name": "tenant-a2"})
+        )
+        .await
+        .0,
+        409
+    );
+}
+
+#[tokio::test]
+async fn idempotency_key_returns_the_same_job() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("idem").await;
+    let send = |body: Value, key: &'static str| {
+        app.http
+            .post(app.url("/v1/jobs?wait=60"))
+            .bearer_auth(&t.key)
+            .header("idempotency-key", key)
+            .json(&body)
+            .send()
+    };
+    let job = python_job("idem", "print('once')");
+    let r1 = send(job.clone(), "k-1").await.unwrap();
+    assert_eq!(r1.status(), 200);
+    let v1: Value = r1.json().await.unwrap();
+    let r2 = send(job.clone(), "k-1").await.unwrap();
+    let v2: Value = r2.json().await.unwrap();
+    assert_eq!(v1["id"], v2["id"]);
+    let r3 = send(python_job("idem", "print('other')"), "k-1")
+        .await
+        .unwrap();
+    assert_eq!(r3.status(), 409);
+    assert_eq!(
+        r3.json::<Value>().await.unwrap()["code"],
+        "idempotency_conflict"
+    );
+    let (_, list) = app.get(&t.key, "/v1/jobs").await;
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn profiles_health_and_openapi() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("looker").await;
+    let (s, v) = app.get(&t.key, "/v1/profiles").await;
+    assert_eq!(s, 200);
+    assert_eq!(v["runtime"], "local");
+    let names: Vec<&str> = v["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cpu-net", "cpu-small"]);
+    assert!(
+        v["mechanisms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "namespaces")
+    );
+    let (s, v) = app.get("", "/healthz").await;
+    assert_eq!((s, v["status"].as_str().unwrap()), (200, "ok"));
+    let (s, doc) = app.get("", "/openapi.json").await;
+    assert_eq!(s, 200);
+    assert!(doc["paths"]["/v1/jobs"]["post"]["operationId"] == "create_job");
+    let r = app.http.get(app.url("/docs/")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+/// A tiny deterministic generator for mangled requests.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn value(&mut self, depth: u32) -> Value {
+        match self.next() % if depth > 3 { 6 } else { 8 } {
+            0 => Value::Null,
+            1 => json!(self.next().is_multiple_of(2)),
+            2 => json!(self.next() as i64),
+            3 => json!(-1e308 * (self.next() % 3) as f64),
+            4 => json!("\u{0}\u{202e}../../etc/passwd ✓"),
+            5 => json!("x".repeat((self.next() % 5000) as usize)),
+            6 => Value::Array(
+                (0..self.next() % 4)
+                    .map(|_| self.value(depth + 1))
+                    .collect(),
+            ),
+            _ => {
+                let mut m = serde_json::Map::new();
+                for _ in 0..self.next() % 4 {
+                    m.insert(format!("k{}", self.next() % 10), self.value(depth + 1));
+                }
+                Value::Object(m)
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn no_mangled_request_yields_a_server_error() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("fuzz").await;
+    let mut rng = Rng(7);
+    let fields = [
+        "kind",
+        "profile",
+        "caller",
+        "command",
+        "code",
+        "deps",
+        "input",
+        "env",
+        "timeout_s",
+        "priority",
+        "topology",
+    ];
+    for i in 0..300 {
+        let mut job = python_job("f", "print(1)");
+        job["timeout_s"] = json!(5);
+        let field = fields[(rng.next() % fields.len() as u64) as usize];
+        job[field] = rng.value(0);
+        if i % 3 == 0 {
+            let other = fields[(rng.next() % fields.len() as u64) as usize];
+            job[other] = rng.value(0);
+        }
+        let (s, v) = app.submit(&t.key, &job, None).await;
+        assert!(s < 500, "{job} -> {s} {v}");
+        if s >= 400 {
+            assert!(v["code"].is_string(), "{v}");
+        }
+    }
+    // The service still works afterwards.
+    let (s, v) = app
+        .submit(&t.key, &python_job("f", "print('alive')"), Some(60.0))
+        .await;
+    assert_eq!((s, v["stdout"].as_str()), (200, Some("alive\n")));
+}

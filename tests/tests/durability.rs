@@ -1,0 +1,136 @@
+//! A `kill -9` of the service loses no accepted job: the real `hearth` binary
+//! is killed mid-job and started again on the same database.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use hearth_tests::*;
+use serde_json::{Value, json};
+
+struct Service {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn start(db: &str, state: &std::path::Path) -> Service {
+    let port = free_port();
+    let mut child = Command::new(bin_dir().join("hearth"))
+        .arg("serve")
+        .env("DATABASE_URL", db)
+        .env("HEARTH_LISTEN", format!("127.0.0.1:{port}"))
+        .env("HEARTH_STATE_DIR", state)
+        .env("HEARTH_AGENT_BIN", agent_bin())
+        .env("HEARTH_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("hearth binary (cargo build --workspace --bins)");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    for _ in 0..300 {
+        if let Ok(r) = http.get(format!("{base}/healthz")).send().await
+            && r.status() == 200
+        {
+            return Service { child, base };
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("hearth did not come up");
+}
+
+#[tokio::test]
+async fn kill_9_mid_job_loses_no_accepted_job() {
+    let db = fresh_database_url();
+    let state = state_dir();
+    let http = reqwest::Client::new();
+    let mut svc = start(&db, &state).await;
+    let tenant: Value = http
+        .post(format!("{}/v1/admin/tenants", svc.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "durable"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let marker = format!("hearth-durable-{}", uuid::Uuid::new_v4().simple());
+    let code = format!(
+        "import json, os, time  # {marker}\ntime.sleep(2)\njson.dump({{'ok': True}}, open(os.environ['HEARTH_OUTPUT'], 'w'))\n"
+    );
+    let mut ids = Vec::new();
+    for caller in ["a", "b", "c"] {
+        let r: Value = http
+            .post(format!("{}/v1/jobs", svc.base))
+            .bearer_auth(&key)
+            .json(&python_job(caller, &code))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.push(r["id"].as_str().unwrap().to_owned());
+    }
+    // Wait until the first job runs, then kill -9 the service.
+    let mut tries = 0;
+    loop {
+        let j: Value = http
+            .get(format!("{}/v1/jobs/{}", svc.base, ids[0]))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if j["state"] == "running" {
+            break;
+        }
+        tries += 1;
+        assert!(tries < 400, "job never ran: {j}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    svc.child.kill().unwrap(); // SIGKILL
+    svc.child.wait().unwrap();
+    // The pods die with the service: nothing keeps running unsupervised.
+    let mut tries = 0;
+    while process_with_marker(&marker) {
+        tries += 1;
+        assert!(tries < 200, "a job process outlived the killed service");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let svc = start(&db, &state).await;
+    for id in &ids {
+        let j: Value = http
+            .get(format!("{}/v1/jobs/{id}?wait=60", svc.base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(j["state"], "succeeded", "{j}");
+        assert_eq!(j["output"], json!({"ok": true}));
+    }
+}
