@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null; then
-    echo "installing bubblewrap"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+if ! command -v bwrap >/dev/null || ! command -v openssl >/dev/null; then
+    echo "installing bubblewrap and openssl"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap openssl >/dev/null
 fi
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then

@@ -457,3 +457,80 @@ async fn no_mangled_request_yields_a_server_error() {
         .await;
     assert_eq!((s, v["stdout"].as_str()), (200, Some("alive\n")));
 }
+
+fn openssl(args: &[&str]) {
+    let ok = std::process::Command::new("openssl")
+        .args(args)
+        .status()
+        .expect("openssl")
+        .success();
+    assert!(ok, "openssl {args:?}");
+}
+
+#[tokio::test]
+async fn jwts_signed_with_an_issuer_public_key() {
+    for (alg, keygen) in [
+        (
+            jsonwebtoken::Algorithm::ES256,
+            ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        ),
+        (
+            jsonwebtoken::Algorithm::RS256,
+            ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+        ),
+    ] {
+        let dir = state_dir();
+        let (key, other, public) = (
+            dir.join("key.pem"),
+            dir.join("other.pem"),
+            dir.join("pub.pem"),
+        );
+        for k in [&key, &other] {
+            let mut args = vec!["genpkey"];
+            args.extend(keygen);
+            args.extend(["-out", k.to_str().unwrap()]);
+            openssl(&args);
+        }
+        openssl(&[
+            "pkey",
+            "-in",
+            key.to_str().unwrap(),
+            "-pubout",
+            "-out",
+            public.to_str().unwrap(),
+        ]);
+        let mut config = config();
+        config.jwt_secret = None;
+        config.jwt_algorithm = if alg == jsonwebtoken::Algorithm::ES256 {
+            hearth::config::JwtAlgorithm::Es256
+        } else {
+            hearth::config::JwtAlgorithm::Rs256
+        };
+        config.jwt_public_key = Some(public.clone());
+        let app = spawn_app_with(config).await;
+        let t = app.create_tenant("pk").await;
+        let claims = json!({"tenant": t.tenant_id, "iss": JWT_ISSUER, "aud": JWT_AUDIENCE, "exp": now() + 600});
+        let sign = |pem: &std::path::Path| {
+            let pem = std::fs::read(pem).unwrap();
+            let key = match alg {
+                jsonwebtoken::Algorithm::ES256 => jsonwebtoken::EncodingKey::from_ec_pem(&pem),
+                _ => jsonwebtoken::EncodingKey::from_rsa_pem(&pem),
+            }
+            .unwrap();
+            jsonwebtoken::encode(&jsonwebtoken::Header::new(alg), &claims, &key).unwrap()
+        };
+        assert_eq!(app.get(&sign(&key), "/v1/jobs").await.0, 200, "{alg:?}");
+        assert_eq!(
+            app.get(&sign(&other), "/v1/jobs").await.0,
+            401,
+            "{alg:?} signed by another key"
+        );
+        // Algorithm confusion: an HS256 token keyed with the public key.
+        let public_pem = std::fs::read_to_string(&public).unwrap();
+        assert_eq!(
+            app.get(&jwt(&claims, &public_pem), "/v1/jobs").await.0,
+            401,
+            "{alg:?} alg confusion"
+        );
+    }
+}

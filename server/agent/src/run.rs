@@ -41,16 +41,11 @@ pub enum Ending {
 }
 
 /// Binds and runs `run`; returns the final frame.
-pub fn execute(agent: &Agent, ex: &Exchange, run: &Run) -> Frame {
+pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
     let bound = match bind::bind(agent, ex, run) {
         Ok(b) => b,
         Err(last) => return last,
     };
-    ex.out.send(&Frame::Bound {
-        bind_ms: bound.bind_ms,
-        deps_cached: bound.deps_cached,
-    });
-
     let inside = agent.sandbox.inside(&agent.layout);
     let env = job_env(
         &inside,
@@ -60,8 +55,14 @@ pub fn execute(agent: &Agent, ex: &Exchange, run: &Run) -> Frame {
         agent.sandbox.kind() == crate::args::SandboxKind::None,
         std::env::var("CUDA_VISIBLE_DEVICES").ok(),
     );
+    // Getting the sandbox (waiting for the one built ahead, or building one)
+    // is part of binding, not of the job's own run time.
+    let sandbox_start = Instant::now();
+    let started_child = start(agent, &run.command, &env);
+    let sandbox_ms = sandbox_start.elapsed().as_secs_f64() * 1000.0;
+    let bind_ms = bound.bind_ms + sandbox_ms;
     let started = Instant::now();
-    let mut child = match start(agent, &run.command, &env) {
+    let mut child = match started_child {
         Ok(child) => child,
         Err(e) => {
             return error_frame(
@@ -70,6 +71,15 @@ pub fn execute(agent: &Agent, ex: &Exchange, run: &Run) -> Frame {
             );
         }
     };
+    ex.out.send(&Frame::Bound {
+        bind_ms,
+        deps_cached: bound.deps_cached,
+    });
+    if agent.sandbox.has_pid_namespace() {
+        // The sandbox built ahead is now this job's: build the next one
+        // while it runs.
+        agent.prewarm_in_background();
+    }
     let job = agent.register(child.id());
     let gen_ = ex.next_gen();
 

@@ -467,24 +467,37 @@ impl Sandbox {
         a
     }
 
+    /// Whether each job has a pid namespace of its own. Its end then kills
+    /// every process the job left, and nothing else: the pod's cgroups need
+    /// no sweep, so the next job's sandbox can be built while a job runs.
+    pub fn has_pid_namespace(&self) -> bool {
+        self.kind == SandboxKind::Bwrap
+    }
+
     /// Kills the whole tree of `child` and reaps it.
     pub fn kill_tree(&self, child: &mut Child) {
         // Killing bwrap ends its pid namespace, and with it every process of
-        // the job; the cgroup sweep catches whatever ran outside one.
+        // the job; without one, the cgroup sweep catches the tree.
         let _ = child.kill();
         if self.uses_process_group() {
             kill_pids([format!("-{}", child.id())]);
         }
         let _ = child.wait();
-        self.cgroups.kill_all();
+        if !self.has_pid_namespace() {
+            self.cgroups.kill_all();
+        }
     }
 
-    /// After the main process exited by itself: kills what it left behind.
+    /// After the main process exited by itself: kills what it left behind
+    /// (in a pid namespace, the kernel already did when its first process
+    /// ended).
     pub fn kill_leftovers(&self, pid: u32) {
         if self.uses_process_group() {
             kill_pids([format!("-{pid}")]);
         }
-        self.cgroups.kill_all();
+        if !self.has_pid_namespace() {
+            self.cgroups.kill_all();
+        }
     }
 
     pub fn cgroups(&self) -> &Cgroups {

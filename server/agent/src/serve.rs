@@ -69,6 +69,17 @@ impl Agent {
         }
     }
 
+    /// Starts building the next job's sandbox on another thread.
+    pub fn prewarm_in_background(self: &Arc<Self>) {
+        let agent = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("prewarm".into())
+            .spawn(move || agent.prewarm());
+        if let Err(e) = spawned {
+            eprintln!("hearth-agent: cannot start a prewarm thread: {e}");
+        }
+    }
+
     /// The sandbox built ahead, if any.
     pub fn take_warm(&self) -> Option<Warm> {
         lock(&self.warm).take()
@@ -344,7 +355,7 @@ fn spawn_conn(agent: &Arc<Agent>, conn: Conn) {
     }
 }
 
-fn handle(agent: &Agent, conn: Conn) -> io::Result<()> {
+fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
     let mut reader = BufReader::new(conn.try_clone()?);
     let out = Arc::new(Out::new(conn));
     let mut line = String::new();
