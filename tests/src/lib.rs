@@ -54,7 +54,8 @@ pub fn state_dir() -> PathBuf {
 }
 
 /// A test configuration: fresh database and state dir, admin token and an
-/// HS256 JWT issuer.
+/// HS256 JWT issuer. No standby pods, so a new caller's first job is cold
+/// unless a test asks for standby (`standby_min`/`standby_max`).
 pub fn config() -> hearth::Config {
     let mut c = hearth::Config::for_tests(&fresh_database_url(), state_dir());
     c.admin_token = Some(ADMIN_TOKEN.into());
@@ -63,7 +64,24 @@ pub fn config() -> hearth::Config {
     c.jwt_audience = Some(JWT_AUDIENCE.to_owned());
     c.agent_bin = Some(agent_bin());
     c.db_connections = 8;
+    c.standby_min = 0;
+    c.standby_max = 0;
     c
+}
+
+/// Polls `f` every 50 ms until it returns something, for at most 30 s.
+pub async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A running service and a client for it.
@@ -172,6 +190,26 @@ impl TestApp {
             .expect("request");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn put(&self, key: &str, path: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .http
+            .put(self.url(path))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `GET` without credentials, as text.
+    pub async fn get_text(&self, path: &str) -> (u16, String) {
+        let r = self.http.get(self.url(path)).send().await.expect("request");
+        let status = r.status().as_u16();
+        (status, r.text().await.expect("text body"))
     }
 
     /// Polls a job until it is final.

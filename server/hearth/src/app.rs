@@ -17,7 +17,8 @@ use tokio::net::TcpListener;
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::hub::Hub;
-use crate::scheduler::{Scheduler, Settings};
+use crate::metrics::Metrics;
+use crate::scheduler::{Gpus, Scheduler, Settings};
 
 /// Everything a handler needs; cheap to clone.
 #[derive(Clone, Debug)]
@@ -33,6 +34,9 @@ pub struct Shared {
     pub runtime: Arc<dyn Runtime>,
     pub hub: Arc<Hub>,
     pub scheduler: Scheduler,
+    pub metrics: Arc<Metrics>,
+    /// The pools' GPU inventory.
+    pub gpus: Gpus,
 }
 
 impl Deref for AppState {
@@ -95,6 +99,9 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
     }
     let relaxed = hearth_store::connect_relaxed(&config.database_url, 8).await?;
     let hub = Arc::new(Hub::default());
+    let gpus = Gpus::detect(config.gpus);
+    tracing::info!(gpus = gpus.count, kind = gpus.label(), "GPU inventory");
+    let metrics = Arc::new(Metrics::default());
     let scheduler = Scheduler::new(
         db.clone(),
         relaxed,
@@ -106,8 +113,10 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
             max_log_bytes: config.max_log_bytes,
             job_output_bytes: config.job_output_bytes,
             pod_start_timeout: Duration::from_secs(config.pod_start_timeout_s),
+            pools: config.pool_settings(gpus)?,
         },
-    );
+        metrics.clone(),
+    )?;
     let state = AppState(Arc::new(Shared {
         auth: Authenticator::new(&config)?,
         limits: config.limits(),
@@ -116,6 +125,8 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         runtime,
         hub,
         scheduler: scheduler.clone(),
+        metrics,
+        gpus,
         config,
     }));
     let listener = TcpListener::bind(state.config.listen).await?;

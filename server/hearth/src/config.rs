@@ -133,6 +133,47 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "HEARTH_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+
+    /// Pool policy of every profile: `fresh` (a new pod per job),
+    /// `always-on[:N]` (a fixed pool), `keepalive:<s>` (warm reuse with a fixed
+    /// keep-alive) or `firepool` (warm reuse, standby, budgets and keep-alive
+    /// matched to each caller's pauses).
+    #[arg(long, env = "HEARTH_POOL_POLICY", default_value = "firepool")]
+    pub pool_policy: hearth_pool::Kind,
+
+    /// Fewest standby pods (started, unbound) each pool keeps (firepool).
+    #[arg(long, env = "HEARTH_STANDBY_MIN", default_value_t = 2)]
+    pub standby_min: u32,
+
+    /// Most standby pods each pool keeps (firepool); the target between min and
+    /// max follows recent bursts of jobs that found no warm pod.
+    #[arg(long, env = "HEARTH_STANDBY_MAX", default_value_t = 64)]
+    pub standby_max: u32,
+
+    /// Shortest keep-alive of a caller's warm pod, in seconds (firepool).
+    #[arg(long, env = "HEARTH_KEEP_ALIVE_MIN_S", default_value_t = 1.0)]
+    pub keep_alive_min_s: f64,
+
+    /// Longest keep-alive of a caller's warm pod, in seconds (firepool). A
+    /// profile's `keep_alive_s`, the keep-alive of callers with too little
+    /// history, is clamped to these bounds.
+    #[arg(long, env = "HEARTH_KEEP_ALIVE_MAX_S", default_value_t = 600.0)]
+    pub keep_alive_max_s: f64,
+
+    /// Floor of each GPU pool's budget on GPUs held by warm plus standby pods.
+    #[arg(long, env = "HEARTH_POOL_BUDGET_FLOOR_GPUS")]
+    pub pool_budget_floor_gpus: Option<f64>,
+
+    /// Ceiling of each GPU pool's budget on GPUs held by warm plus standby pods.
+    #[arg(long, env = "HEARTH_POOL_BUDGET_CEILING_GPUS")]
+    pub pool_budget_ceiling_gpus: Option<f64>,
+
+    /// Accounting-only GPUs: the pools count this many GPUs without any
+    /// device behind them (development and tests; the API labels them
+    /// `accounting-only`). Unset: the machine's real GPUs (NVIDIA driver),
+    /// whose devices each pod gets through `CUDA_VISIBLE_DEVICES`, else none.
+    #[arg(long, env = "HEARTH_GPUS")]
+    pub gpus: Option<u32>,
 }
 
 impl Config {
@@ -149,6 +190,41 @@ impl Config {
         config.state_dir = state_dir;
         config.listen = "127.0.0.1:0".parse().expect("valid address");
         config
+    }
+
+    /// The pool settings this configuration implies; `gpus` is the inventory
+    /// found by [`crate::scheduler::Gpus::detect`].
+    pub fn pool_settings(
+        &self,
+        gpus: crate::scheduler::Gpus,
+    ) -> anyhow::Result<crate::scheduler::PoolSettings> {
+        let secs = |name: &str, s: f64| {
+            anyhow::ensure!(
+                s.is_finite() && s >= 0.0,
+                "{name} must be a non-negative number of seconds"
+            );
+            Ok(std::time::Duration::from_secs_f64(s))
+        };
+        let gpus_ok = |name: &str, g: Option<f64>| {
+            anyhow::ensure!(
+                g.is_none_or(|g| g.is_finite() && g >= 0.0),
+                "{name} must be a non-negative number of GPUs"
+            );
+            Ok(g)
+        };
+        Ok(crate::scheduler::PoolSettings {
+            kind: self.pool_policy,
+            standby_min: self.standby_min,
+            standby_max: self.standby_max,
+            keep_alive_min: secs("--keep-alive-min-s", self.keep_alive_min_s)?,
+            keep_alive_max: secs("--keep-alive-max-s", self.keep_alive_max_s)?,
+            budget_floor_gpus: gpus_ok("--pool-budget-floor-gpus", self.pool_budget_floor_gpus)?,
+            budget_ceiling_gpus: gpus_ok(
+                "--pool-budget-ceiling-gpus",
+                self.pool_budget_ceiling_gpus,
+            )?,
+            gpus,
+        })
     }
 
     /// The submission limits this configuration implies.

@@ -3,8 +3,8 @@
 //!
 //! Layout: [`config`] (flags and environment), [`app`] (state, router, serve),
 //! [`http`] (one module per resource), [`auth`] (API keys, JWTs, admin token),
-//! [`scheduler`] (pods for queued jobs, warm reuse), [`hub`] (live job events),
-//! [`error`] (the HTTP error table).
+//! [`scheduler`] (drives the pool policy, runs jobs), [`hub`] (live job events),
+//! [`metrics`] (Prometheus), [`error`] (the HTTP error table).
 
 pub mod app;
 pub mod auth;
@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod hub;
+pub mod metrics;
 pub mod scheduler;
 
 pub use app::{AppState, Running, start};

@@ -1,5 +1,5 @@
-//! Hearth's Postgres store: the source of truth for tenants, keys, bundles and
-//! jobs.
+//! Hearth's Postgres store: the source of truth for tenants, keys, bundles,
+//! jobs, pool budgets and the record of pool decisions.
 //!
 //! Functions take an executor (`impl PgExecutor`) so that callers own the
 //! transaction. Every tenant-owned query filters on `tenant_id`. All state
@@ -10,8 +10,10 @@
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
+pub mod budget;
 pub mod bundle;
 pub mod job;
+pub mod pod_event;
 pub mod tenant;
 
 pub use sqlx::PgPool as Pool;

@@ -268,3 +268,52 @@ async fn cancel_and_list(db: PgPool) {
     );
     assert_eq!(job::queued_after(&db, ids[1]).await.unwrap().len(), 1);
 }
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn pod_events_are_batched_and_seen_only_by_tenants_the_pod_served(db: PgPool) {
+    use hearth_store::pod_event::{self, NewPodEvent};
+    let a = tenant::create(&db, "a").await.unwrap().tenant_id;
+    let b = tenant::create(&db, "b").await.unwrap().tenant_id;
+    let gone = Uuid::now_v7();
+    let ev = |tenant_id: Option<Uuid>, kind: &'static str| NewPodEvent {
+        tenant_id,
+        pod_id: Some("pod-1".to_owned()),
+        profile: "cpu-small".to_owned(),
+        at: time::OffsetDateTime::now_utc(),
+        kind,
+        job_id: None,
+        reason: json!({"code": kind}),
+    };
+    let batch = [
+        ev(None, "start"),
+        ev(Some(a), "assign"),
+        ev(Some(gone), "assign"),
+        ev(Some(b), "promote"),
+    ];
+    // The event of a tenant that no longer exists is dropped, not the batch.
+    assert_eq!(pod_event::insert(&db, &batch).await.unwrap(), 3);
+    assert!(pod_event::served(&db, a, "pod-1").await.unwrap());
+    assert!(
+        !pod_event::served(&db, b, "pod-1").await.unwrap(),
+        "promoted, never assigned"
+    );
+    let seen = pod_event::list(&db, a, "pod-1", 0, 10).await.unwrap();
+    let kinds: Vec<&str> = seen.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["start", "assign"]);
+    let after = pod_event::list(&db, a, "pod-1", seen[0].pod_event_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(after.len(), 1);
+
+    use hearth_store::budget;
+    budget::put(&db, a, "gpu", 0.0, 1.0).await.unwrap();
+    let row = budget::put(&db, a, "gpu", 0.5, 2.0).await.unwrap();
+    assert_eq!((row.floor_gpus, row.ceiling_gpus), (0.5, 2.0));
+    assert!(
+        budget::put(&db, a, "cpu", 2.0, 1.0).await.is_err(),
+        "floor above ceiling"
+    );
+    assert_eq!(budget::list(&db, a).await.unwrap().len(), 1);
+    assert_eq!(budget::all(&db).await.unwrap().len(), 1);
+    assert!(budget::list(&db, b).await.unwrap().is_empty());
+}

@@ -1,5 +1,6 @@
-//! The admin API (admin token): tenants and their API keys. `hearth tenant`
-//! does the same from the command line through [`create_tenant`] and friends.
+//! The admin API (admin token): tenants, their API keys and their pool
+//! budgets. `hearth tenant` does the same from the command line through
+//! [`create_tenant`] and friends.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -23,6 +24,101 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(rename_tenant, delete_tenant))
         .routes(routes!(create_key_handler, list_keys))
         .routes(routes!(revoke_key))
+        .routes(routes!(list_budgets))
+        .routes(routes!(set_budget))
+}
+
+/// Bounds of the GPUs a tenant's warm pods of one profile may hold.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetRequest {
+    /// The tenant keeps at least this much warm when the pool is over its
+    /// budget (a multiple of 1/8 GPU).
+    pub floor_gpus: f64,
+    /// The tenant's warm pods never hold more (a multiple of 1/8 GPU).
+    pub ceiling_gpus: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BudgetResponse {
+    pub tenant_id: Uuid,
+    pub profile: String,
+    pub floor_gpus: f64,
+    pub ceiling_gpus: f64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl From<hearth_store::budget::TenantBudgetRow> for BudgetResponse {
+    fn from(r: hearth_store::budget::TenantBudgetRow) -> Self {
+        BudgetResponse {
+            tenant_id: r.tenant_id,
+            profile: r.profile,
+            floor_gpus: r.floor_gpus,
+            ceiling_gpus: r.ceiling_gpus,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// Sets a tenant's budget in one profile's pool; applied to the live pool at
+/// once and again at every start.
+#[utoipa::path(put, path = "/v1/admin/tenants/{tenant_id}/budgets/{profile}", tag = "admin", operation_id = "set_budget",
+    params(("tenant_id" = Uuid, Path), ("profile" = String, Path)), request_body = BudgetRequest,
+    responses((status = 200, body = BudgetResponse), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn set_budget(
+    State(state): State<AppState>,
+    _: Admin,
+    Path((tenant_id, profile)): Path<(Uuid, String)>,
+    Json(req): Json<BudgetRequest>,
+) -> ApiResult<Json<BudgetResponse>> {
+    let budget_error = |e: crate::scheduler::BudgetError| match e {
+        crate::scheduler::BudgetError::UnknownProfile(p) => ApiError::UnknownProfile(p),
+        crate::scheduler::BudgetError::Invalid(message) => {
+            ApiError::Validation(vec![hearth_core::validate::FieldError {
+                field: "floor_gpus".to_owned(),
+                message,
+            }])
+        }
+    };
+    state
+        .scheduler
+        .budget_bounds(&profile, req.floor_gpus, req.ceiling_gpus)
+        .map_err(budget_error)?;
+    hearth_store::tenant::get(&state.db, tenant_id)
+        .await?
+        .ok_or(ApiError::NotFound("tenant"))?;
+    let row = hearth_store::budget::put(
+        &state.db,
+        tenant_id,
+        &profile,
+        req.floor_gpus,
+        req.ceiling_gpus,
+    )
+    .await?;
+    state
+        .scheduler
+        .set_tenant_budget(tenant_id, &profile, req.floor_gpus, req.ceiling_gpus)
+        .map_err(budget_error)?;
+    Ok(Json(row.into()))
+}
+
+/// A tenant's pool budgets.
+#[utoipa::path(get, path = "/v1/admin/tenants/{tenant_id}/budgets", tag = "admin", operation_id = "list_budgets",
+    params(("tenant_id" = Uuid, Path)),
+    responses((status = 200, body = Vec<BudgetResponse>), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody)))]
+async fn list_budgets(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(tenant_id): Path<Uuid>,
+) -> ApiResult<Json<Vec<BudgetResponse>>> {
+    hearth_store::tenant::get(&state.db, tenant_id)
+        .await?
+        .ok_or(ApiError::NotFound("tenant"))?;
+    let rows = hearth_store::budget::list(&state.db, tenant_id).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

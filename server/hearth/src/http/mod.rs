@@ -13,6 +13,9 @@ pub mod bundles;
 pub mod extract;
 pub mod health;
 pub mod jobs;
+pub mod metrics;
+pub mod pods;
+pub mod pools;
 pub mod profiles;
 
 #[derive(Debug, OpenApi)]
@@ -29,8 +32,10 @@ pub mod profiles;
         (name = "jobs", description = "Submit, watch, list and cancel jobs"),
         (name = "bundles", description = "Upload code once, reference it by digest"),
         (name = "profiles", description = "Hardware profiles and the runtime's isolation"),
-        (name = "admin", description = "Tenants and API keys (admin token)"),
-        (name = "health", description = "Liveness"),
+        (name = "pools", description = "Pools of pods per profile: standby, warm pods, GPU shares, budgets, keep-alive"),
+        (name = "pods", description = "Why each pod was started, promoted, assigned and released"),
+        (name = "admin", description = "Tenants, API keys and pool budgets (admin token)"),
+        (name = "health", description = "Liveness and metrics"),
     )
 )]
 pub struct ApiDoc;
@@ -60,6 +65,9 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(jobs::router())
         .merge(bundles::router())
         .merge(profiles::router())
+        .merge(pools::router())
+        .merge(pods::router())
+        .merge(metrics::router())
         .merge(admin::router())
         .merge(health::router())
 }

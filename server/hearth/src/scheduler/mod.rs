@@ -1,39 +1,58 @@
-//! The live scheduler: gives queued jobs pods, runs them through the agent,
-//! keeps finished pods warm for their caller and releases them after the
-//! profile's keep-alive.
+//! The live scheduler: drives one [`hearth_pool::Pool`] per profile with the
+//! real clock and the runtime, and runs jobs on the pods the policy assigns.
 //!
-//! It owns the in-memory view of pods and the queue; Postgres owns the jobs.
-//! Every job transition is a compare-and-set in the store, so a job cancelled
-//! or taken elsewhere is never run twice. Exactly one scheduler leads at a time
-//! (a Postgres advisory lock); a new leader rebuilds its queue from the store.
+//! The policy decides (warm reuse for the same caller, standby promotion, cold
+//! starts, keep-alive, budgets); this module carries its decisions out:
+//! `StartPod` starts a runtime pod in a task and reports `PodReady` (or
+//! `PodGone` when the start fails), `Assign` runs the job once all its pods
+//! are assigned ([`run`]), `Reset` wipes the pod before its next job,
+//! `Release` stops the pod and reports `PodGone`. Every job end, however it
+//! ends, is reported as `JobFinished`. Every decision is recorded with its
+//! reason in `pod_event` by a background writer ([`record`]), never on a
+//! job's critical path. The policy's clock is milliseconds since the
+//! scheduler started; the loop ticks every pool no later than its
+//! [`Pool::next_wakeup`].
 //!
-//! Pool decisions here are the minimal ones (warm reuse for the same caller,
-//! cold start otherwise, release after keep-alive); they sit behind
-//! [`Pools::place`] and [`Pools::expired`], the seam where the full pool policy
-//! (`hearth-pool`: standby, budgets, adaptive keep-alive) plugs in.
+//! It owns the in-memory view of pods and the id maps between the policy's
+//! numbers and the service's ids; Postgres owns the jobs. Every job
+//! transition is a compare-and-set in the store, so a job cancelled or taken
+//! elsewhere is never run twice. Exactly one scheduler leads at a time (a
+//! Postgres advisory lock); a new leader rebuilds its queue from the store,
+//! and its pools start empty (local pods die with the service).
+//!
+//! It may not touch HTTP; handlers read it through the view methods.
 
+mod record;
 mod run;
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hearth_core::job::Spec;
 use hearth_core::{Profile, Source};
-use hearth_runtime::{Pod, PodEvent, Runtime};
-use hearth_store::job::JobRow;
+use hearth_pool::policy::{Bounds, Placement as PoolPlacement, Purpose};
+use hearth_pool::{
+    CallerId, Decision, Event, Instant as PoolInstant, JobId, Kind, PodId, Pool, Reason, Request,
+    Shares, Snapshot, TenantId,
+};
+use hearth_runtime::{Pod, PodEvent, PodSpec, Runtime};
+use hearth_store::job::{Finish, JobRow};
+use hearth_store::pod_event::NewPodEvent;
+use serde_json::{Value, json};
 use sqlx::PgPool;
 use time::OffsetDateTime;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::hub::Hub;
+use crate::metrics::{Metrics, PoolGauges};
 
 /// Advisory lock key of the scheduler lease ("HEARTH" + 1).
 const LEASE_KEY: i64 = 0x4845_4152_5448_0001;
-/// How often the scheduler looks for expired pods and jobs from other replicas.
-const TICK: Duration = Duration::from_millis(500);
+/// How often the scheduler looks for jobs and cancels from other replicas.
+const SYNC: Duration = Duration::from_millis(500);
 
 /// Settings of the scheduler, taken from the service configuration.
 #[derive(Debug, Clone)]
@@ -42,6 +61,101 @@ pub struct Settings {
     pub max_log_bytes: u64,
     pub job_output_bytes: usize,
     pub pod_start_timeout: Duration,
+    pub pools: PoolSettings,
+}
+
+/// The GPU inventory of the pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gpus {
+    pub count: u32,
+    /// Real devices (each pod gets its own through `CUDA_VISIBLE_DEVICES`),
+    /// or accounting-only GPUs that exist only in the books.
+    pub real: bool,
+}
+
+impl Gpus {
+    /// `configured` accounting-only GPUs, else the machine's NVIDIA GPUs.
+    pub fn detect(configured: Option<u32>) -> Gpus {
+        if let Some(count) = configured {
+            return Gpus { count, real: false };
+        }
+        let count = count_real_gpus();
+        Gpus {
+            count,
+            real: count > 0,
+        }
+    }
+
+    /// `real` or `accounting-only`, as the API labels the inventory.
+    pub fn label(self) -> &'static str {
+        if self.real { "real" } else { "accounting-only" }
+    }
+}
+
+fn count_real_gpus() -> u32 {
+    if let Ok(dir) = std::fs::read_dir("/proc/driver/nvidia/gpus") {
+        let n = dir.flatten().count() as u32;
+        if n > 0 {
+            return n;
+        }
+    }
+    match std::process::Command::new("nvidia-smi").arg("-L").output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("GPU "))
+            .count() as u32,
+        _ => 0,
+    }
+}
+
+/// How the pools are built (see the `pool_*`, `standby_*`, `keep_alive_*`
+/// and `gpus` flags).
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    pub kind: Kind,
+    pub standby_min: u32,
+    pub standby_max: u32,
+    pub keep_alive_min: Duration,
+    pub keep_alive_max: Duration,
+    pub budget_floor_gpus: Option<f64>,
+    pub budget_ceiling_gpus: Option<f64>,
+    pub gpus: Gpus,
+}
+
+impl PoolSettings {
+    /// The policy configuration of `profile`'s pool. GPU profiles get the
+    /// inventory; CPU profiles hold no GPU and no budget limits them.
+    pub fn config_for(&self, profile: &Profile) -> anyhow::Result<hearth_pool::Config> {
+        let gpus = if profile.gpus > 0 { self.gpus.count } else { 0 };
+        let mut c = hearth_pool::Config::for_profile(profile, gpus);
+        c.standby.min = self.standby_min;
+        c.standby.max = self.standby_max;
+        c.keep_alive.min = self.keep_alive_min;
+        c.keep_alive.max = self.keep_alive_max;
+        if self.keep_alive_min <= self.keep_alive_max {
+            c.keep_alive.default = c
+                .keep_alive
+                .default
+                .clamp(self.keep_alive_min, self.keep_alive_max);
+        }
+        let shares = |what: &str, gpus: f64| {
+            Shares::from_gpus(gpus, c.shares_per_gpu).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{what} {gpus} is not a whole number of GPU shares (1/{})",
+                    c.shares_per_gpu
+                )
+            })
+        };
+        if let Some(f) = self.budget_floor_gpus {
+            c.budget.pool.floor = shares("pool budget floor", f)?;
+        }
+        if let Some(f) = self.budget_ceiling_gpus {
+            c.budget.pool.ceiling = shares("pool budget ceiling", f)?;
+        }
+        c.validate()
+            .map_err(|e| anyhow::anyhow!("profile `{}`: {e}", profile.name))?;
+        Ok(c)
+    }
 }
 
 /// A job waiting for pods.
@@ -64,173 +178,204 @@ impl Queued {
     }
 }
 
-/// Who a warm pod belongs to: callers are named per tenant.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Owner {
-    tenant_id: Uuid,
-    caller: String,
-}
-
-#[derive(Debug, Clone)]
-enum PodState {
-    /// Being started for a job.
+/// Where a runtime pod is in its life, as far as this driver is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Its start task runs.
     Starting,
-    /// Running a job.
-    Active(Uuid),
-    /// Idle, holding `owner`'s last binding; serves only `owner`.
-    Warm { owner: Owner, since: Instant },
-    /// Being stopped.
-    Stopping,
+    /// Up, and held by no job (warm, standby, or reserved in silence).
+    Ready,
+    /// Promoted or assigned to this job.
+    Busy(Uuid),
+    /// Being stopped (or to be stopped as soon as its start ends).
+    Draining,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Slot {
-    profile: String,
-    state: PodState,
+    runtime_id: String,
     pod: Option<Pod>,
+    placement: PoolPlacement,
+    phase: Phase,
+    /// The tenant whose binding it holds (its job's, or its warm caller's).
+    tenant: Option<Uuid>,
+    /// Reset by the policy: wipe before the next job.
+    wipe: bool,
 }
 
-/// What a job was given.
-#[derive(Debug, Clone)]
-struct Placement {
-    /// Pod ids in rank order; `cold[i]` says whether pod i must be started.
-    pods: Vec<String>,
-    cold: Vec<bool>,
-    source: Source,
+/// One profile's pool and its pods.
+#[derive(Debug)]
+struct ProfilePool {
+    profile: Profile,
+    pool: Pool,
+    slots: HashMap<PodId, Slot>,
+    by_runtime: HashMap<String, PodId>,
+    /// Share-milliseconds held (active, warm, standby, draining) up to `held_at`.
+    share_ms: [f64; 4],
+    held_at: PoolInstant,
 }
 
-/// The pods of every profile and the jobs waiting for them.
+impl ProfilePool {
+    fn held(&self) -> [u64; 4] {
+        let h = self.pool.held();
+        [h.active, h.warm, h.standby, h.draining]
+    }
+
+    /// Adds what was held since the last event; call before every event.
+    fn integrate(&mut self, now: PoolInstant) {
+        let dt = now.as_millis().saturating_sub(self.held_at.as_millis()) as f64;
+        let held = self.held();
+        for (acc, shares) in self.share_ms.iter_mut().zip(held) {
+            *acc = (shares as f64).mul_add(dt, *acc);
+        }
+        self.held_at = self.held_at.max(now);
+    }
+
+    /// GPU-seconds held by state up to `now`.
+    fn gpu_seconds(&self, now: PoolInstant) -> [f64; 4] {
+        let dt = now.as_millis().saturating_sub(self.held_at.as_millis()) as f64;
+        let per = f64::from(self.pool.config().shares_per_gpu.max(1)) * 1000.0;
+        let mut out = [0.0; 4];
+        for ((o, acc), shares) in out.iter_mut().zip(self.share_ms).zip(self.held()) {
+            *o = (shares as f64).mul_add(dt, acc) / per;
+        }
+        out
+    }
+}
+
+/// A job the policy knows.
+#[derive(Debug)]
+struct Job {
+    queued: Queued,
+    id: JobId,
+    assigned: Vec<(PodId, Source)>,
+    /// When the policy first acted for it (a start, a promotion, an assignment).
+    covered_at: Option<Instant>,
+    cancel: Arc<Notify>,
+    /// Assigned whole and handed to [`run`].
+    running: bool,
+}
+
 #[derive(Debug, Default)]
-struct Pools {
-    queue: BTreeMap<(Reverse<i32>, Uuid), Queued>,
-    queued: HashMap<Uuid, (Reverse<i32>, Uuid)>,
-    slots: HashMap<String, Slot>,
-    /// Cancel signals of jobs holding pods.
-    running: HashMap<Uuid, Arc<Notify>>,
+struct State {
+    leading: bool,
+    pools: BTreeMap<String, ProfilePool>,
+    jobs: HashMap<Uuid, Job>,
+    job_ids: HashMap<JobId, Uuid>,
+    next_job: u64,
+    callers: HashMap<(Uuid, String), CallerId>,
+    caller_names: HashMap<CallerId, (Uuid, String)>,
+    tenants: HashMap<Uuid, TenantId>,
+    tenant_uuids: HashMap<TenantId, Uuid>,
     /// Newest job id seen, for picking up jobs other replicas accepted.
     newest: Uuid,
 }
 
-impl Pools {
-    fn enqueue(&mut self, job: Queued) {
-        if self.queued.contains_key(&job.job_id) || self.running.contains_key(&job.job_id) {
-            return;
+impl State {
+    fn tenant_id(&mut self, tenant: Uuid) -> TenantId {
+        let next = TenantId(self.tenants.len() as u64);
+        let id = *self.tenants.entry(tenant).or_insert(next);
+        self.tenant_uuids.insert(id, tenant);
+        id
+    }
+
+    fn caller_id(&mut self, tenant: Uuid, caller: &str) -> CallerId {
+        let key = (tenant, caller.to_owned());
+        if let Some(&id) = self.callers.get(&key) {
+            return id;
         }
-        self.newest = self.newest.max(job.job_id);
-        let key = (Reverse(job.spec.priority), job.job_id);
-        self.queued.insert(job.job_id, key);
-        self.queue.insert(key, job);
+        let id = CallerId(self.callers.len() as u64);
+        self.callers.insert(key.clone(), id);
+        self.caller_names.insert(id, key);
+        id
     }
 
-    fn dequeue(&mut self, job_id: Uuid) -> Option<Queued> {
-        let key = self.queued.remove(&job_id)?;
-        self.queue.remove(&key)
+    fn job_tenant(&self, job: JobId) -> Option<(Uuid, Uuid)> {
+        let uuid = *self.job_ids.get(&job)?;
+        Some((uuid, self.jobs.get(&uuid)?.queued.tenant_id))
     }
 
-    fn alive(&self, profile: &str) -> usize {
-        self.slots
-            .values()
-            .filter(|s| s.profile == profile && !matches!(s.state, PodState::Stopping))
-            .count()
-    }
-
-    /// Finds pods for a job: the caller's warm pods first, cold starts for the
-    /// rest, evicting other callers' idle pods (longest idle first) when the
-    /// profile is at its pod limit. `None` when the job must wait. Pods to evict
-    /// are returned for stopping.
-    fn place(&mut self, job: &Queued, profile: &Profile) -> Option<(Placement, Vec<String>)> {
-        let need = job.spec.pods() as usize;
-        let owner = Owner {
-            tenant_id: job.tenant_id,
-            caller: job.spec.caller.clone(),
-        };
-        let mut warm: Vec<(&String, Instant)> = self
-            .slots
-            .iter()
-            .filter_map(|(id, s)| match &s.state {
-                PodState::Warm { owner: o, since } if s.profile == profile.name && *o == owner => {
-                    Some((id, *since))
-                }
-                _ => None,
-            })
-            .collect();
-        // Most recently used first: its caches are the freshest.
-        warm.sort_by_key(|(_, since)| Reverse(*since));
-        let warm: Vec<String> = warm
-            .into_iter()
-            .take(need)
-            .map(|(id, _)| id.clone())
-            .collect();
-        let missing = need - warm.len();
-
-        let limit = profile.max_pods as usize;
-        let over = (self.alive(&profile.name) + missing).saturating_sub(limit);
-        let mut idle: Vec<(&String, Instant)> = self
-            .slots
-            .iter()
-            .filter_map(|(id, s)| match &s.state {
-                PodState::Warm { owner: o, since } if s.profile == profile.name && *o != owner => {
-                    Some((id, *since))
-                }
-                _ => None,
-            })
-            .collect();
-        if idle.len() < over {
-            return None;
-        }
-        idle.sort_by_key(|(_, since)| *since);
-        let evict: Vec<String> = idle
-            .into_iter()
-            .take(over)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &evict {
-            if let Some(s) = self.slots.get_mut(id) {
-                s.state = PodState::Stopping;
+    /// A reason as `viewer` may see it: callers and tenants by name, and
+    /// anything of another tenant blanked out.
+    fn reason_json(&self, reason: &Reason, viewer: Option<Uuid>) -> Value {
+        let caller = |id: u64| -> Value {
+            match self.caller_names.get(&CallerId(id)) {
+                Some((t, name)) if Some(*t) == viewer => json!(name),
+                _ => Value::Null,
             }
-        }
-
-        let mut pods = warm;
-        let mut cold = vec![false; pods.len()];
-        for _ in 0..missing {
-            let id = format!("pod-{}", Uuid::now_v7().simple());
-            self.slots.insert(
-                id.clone(),
-                Slot {
-                    profile: profile.name.clone(),
-                    state: PodState::Starting,
-                    pod: None,
+        };
+        let tenant = |id: u64| -> Value {
+            match self.tenant_uuids.get(&TenantId(id)) {
+                Some(t) if Some(*t) == viewer => json!(t),
+                _ => Value::Null,
+            }
+        };
+        let mut v = serde_json::to_value(reason).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut v {
+            for key in ["caller", "from", "to"] {
+                if let Some(n) = map.get(key).and_then(Value::as_u64) {
+                    map.insert(key.to_owned(), caller(n));
+                }
+            }
+            if let Some(n) = map.get("tenant").and_then(Value::as_u64) {
+                map.insert("tenant".to_owned(), tenant(n));
+            }
+            let message = rename(
+                &rename(&reason.to_string(), "caller ", |n| match caller(n) {
+                    Value::String(s) => format!("caller `{s}`"),
+                    _ => "another caller".to_owned(),
+                }),
+                "tenant ",
+                |n| match tenant(n) {
+                    Value::String(s) => format!("tenant {s}"),
+                    _ => "another tenant".to_owned(),
                 },
             );
-            pods.push(id);
-            cold.push(true);
+            map.insert("message".to_owned(), json!(message));
         }
-        for id in &pods {
-            if let Some(s) = self.slots.get_mut(id) {
-                s.state = PodState::Active(job.job_id);
-            }
-        }
-        let source = if missing > 0 {
-            Source::Cold
-        } else {
-            Source::Warm
-        };
-        Some((Placement { pods, cold, source }, evict))
+        v
     }
+}
 
-    /// Warm pods idle longer than their profile's keep-alive; marked stopping.
-    fn expired(&mut self, now: Instant, keep_alive: impl Fn(&str) -> Duration) -> Vec<String> {
-        let mut out = Vec::new();
-        for (id, slot) in &mut self.slots {
-            if let PodState::Warm { since, .. } = slot.state
-                && now.duration_since(since) >= keep_alive(&slot.profile)
-            {
-                slot.state = PodState::Stopping;
-                out.push(id.clone());
-            }
+/// Replaces every `<prefix><number>` in `text` with `f(number)`.
+fn rename(text: &str, prefix: &str, f: impl Fn(u64) -> String) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(prefix) {
+        let after = &rest[i + prefix.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..i]);
+        match after[..digits].parse::<u64>() {
+            Ok(n) => out.push_str(&f(n)),
+            Err(_) => out.push_str(prefix),
         }
-        out
+        rest = &after[digits..];
     }
+    out.push_str(rest);
+    out
+}
+
+/// What to do once the state lock is released.
+#[derive(Debug)]
+enum Action {
+    Start {
+        profile: String,
+        pod: PodId,
+        spec: PodSpec,
+    },
+    Run {
+        job: Queued,
+        placement: run::Placement,
+    },
+    Stop {
+        profile: String,
+        pod: PodId,
+        runtime_id: String,
+    },
+    Fail {
+        job: Queued,
+        finish: Finish,
+    },
 }
 
 struct Inner {
@@ -238,10 +383,13 @@ struct Inner {
     /// For intermediate transitions only (see `hearth_store::connect_relaxed`).
     relaxed: PgPool,
     runtime: Arc<dyn Runtime>,
-    profiles: Arc<BTreeMap<String, Profile>>,
     hub: Arc<Hub>,
     settings: Settings,
-    pools: Mutex<Pools>,
+    metrics: Arc<Metrics>,
+    recorder: record::Recorder,
+    /// The policy's epoch.
+    epoch: Instant,
+    state: Mutex<State>,
     wake: Notify,
 }
 
@@ -257,16 +405,46 @@ impl std::fmt::Debug for Scheduler {
     }
 }
 
-/// Pods of one profile by state, for the API.
+/// Pods of one profile by state, for the profiles API.
 #[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
 pub struct PodCounts {
-    pub starting: usize,
-    pub active: usize,
-    pub warm: usize,
-    pub stopping: usize,
+    pub starting: u32,
+    /// Started and unbound, ready for any caller's job.
+    pub standby: u32,
+    pub active: u32,
+    pub warm: u32,
+    pub stopping: u32,
+}
+
+/// A pool as one tenant may see it.
+#[derive(Debug, Clone)]
+pub struct PoolView {
+    pub profile: String,
+    pub gpus: Gpus,
+    pub snapshot: Snapshot,
+    /// The viewer's number in the policy, if it has one.
+    pub tenant: Option<TenantId>,
+    pub tenant_bounds: Bounds,
+    /// Names of the viewer's own callers.
+    pub callers: HashMap<CallerId, String>,
+}
+
+/// A tenant budget the pools refuse.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error("unknown profile `{0}`")]
+    UnknownProfile(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 impl Scheduler {
+    /// A scheduler with one empty pool per profile; fails on a pool
+    /// configuration the policy refuses.
     pub fn new(
         db: PgPool,
         relaxed: PgPool,
@@ -274,32 +452,665 @@ impl Scheduler {
         profiles: Arc<BTreeMap<String, Profile>>,
         hub: Arc<Hub>,
         settings: Settings,
-    ) -> Self {
-        Scheduler {
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Self> {
+        let mut pools = BTreeMap::new();
+        for p in profiles.values() {
+            let config = settings.pools.config_for(p)?;
+            let pool = Pool::new(settings.pools.kind, config)
+                .map_err(|e| anyhow::anyhow!("profile `{}`: {e}", p.name))?;
+            pools.insert(
+                p.name.clone(),
+                ProfilePool {
+                    profile: p.clone(),
+                    pool,
+                    slots: HashMap::new(),
+                    by_runtime: HashMap::new(),
+                    share_ms: [0.0; 4],
+                    held_at: PoolInstant::ZERO,
+                },
+            );
+        }
+        Ok(Scheduler {
             inner: Arc::new(Inner {
+                recorder: record::Recorder::start(db.clone()),
                 db,
                 relaxed,
                 runtime,
-                profiles,
                 hub,
                 settings,
-                pools: Mutex::new(Pools::default()),
+                metrics,
+                epoch: Instant::now(),
+                state: Mutex::new(State {
+                    pools,
+                    ..State::default()
+                }),
                 wake: Notify::new(),
             }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().expect("scheduler state poisoned")
+    }
+
+    /// The policy's clock.
+    fn now(&self) -> PoolInstant {
+        let ms = Instant::now().duration_since(self.inner.epoch).as_millis();
+        PoolInstant::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    // ---- driving the policy ---------------------------------------------------
+
+    /// Feeds one event to `profile`'s pool and carries its decisions out (in
+    /// the state; actions that need I/O are pushed to `actions`).
+    fn feed(
+        &self,
+        st: &mut State,
+        profile: &str,
+        event: Event,
+        actions: &mut Vec<Action>,
+    ) -> Result<(), hearth_pool::policy::Error> {
+        let now = self.now();
+        let Some(pp) = st.pools.get_mut(profile) else {
+            return Ok(());
+        };
+        pp.integrate(now);
+        let mut out = Vec::new();
+        pp.pool.handle(now, event, &mut out)?;
+        for d in out {
+            self.apply(st, profile, d, actions);
+        }
+        Ok(())
+    }
+
+    fn record(
+        &self,
+        tenant_id: Option<Uuid>,
+        pod_id: Option<&str>,
+        profile: &str,
+        kind: &'static str,
+        job_id: Option<Uuid>,
+        reason: Value,
+    ) {
+        self.inner.recorder.record(NewPodEvent {
+            tenant_id,
+            pod_id: pod_id.map(str::to_owned),
+            profile: profile.to_owned(),
+            at: OffsetDateTime::now_utc(),
+            kind,
+            job_id,
+            reason,
+        });
+    }
+
+    fn apply(&self, st: &mut State, profile: &str, d: Decision, actions: &mut Vec<Action>) {
+        let real_gpus = self.inner.settings.pools.gpus.real;
+        match d {
+            Decision::StartPod {
+                pod,
+                purpose,
+                placement,
+                reason,
+            } => {
+                let job = match purpose {
+                    Purpose::ForJob(j) => st.job_tenant(j),
+                    Purpose::Standby => None,
+                };
+                if let Some((uuid, _)) = job
+                    && let Some(j) = st.jobs.get_mut(&uuid)
+                {
+                    j.covered_at.get_or_insert_with(Instant::now);
+                }
+                let tenant = job.map(|(_, t)| t);
+                let runtime_id = format!("pod-{}", Uuid::now_v7().simple());
+                let mut why = st.reason_json(&reason, tenant);
+                why["purpose"] = json!(if job.is_some() { "job" } else { "standby" });
+                why["placement"] = json!(placement);
+                self.record(
+                    tenant,
+                    Some(&runtime_id),
+                    profile,
+                    "start",
+                    job.map(|(j, _)| j),
+                    why,
+                );
+                let Some(pp) = st.pools.get_mut(profile) else {
+                    return;
+                };
+                let mut labels = BTreeMap::from([
+                    ("profile".to_owned(), profile.to_owned()),
+                    ("pool_pod".to_owned(), pod.0.to_string()),
+                ]);
+                if let Some(t) = tenant {
+                    labels.insert("tenant".to_owned(), t.to_string());
+                }
+                let spec = PodSpec {
+                    pod_id: runtime_id.clone(),
+                    profile: pp.profile.clone(),
+                    gpu_devices: if real_gpus {
+                        devices(&placement)
+                    } else {
+                        Vec::new()
+                    },
+                    labels,
+                };
+                pp.by_runtime.insert(runtime_id.clone(), pod);
+                pp.slots.insert(
+                    pod,
+                    Slot {
+                        runtime_id,
+                        pod: None,
+                        placement,
+                        phase: Phase::Starting,
+                        tenant: None,
+                        wipe: false,
+                    },
+                );
+                actions.push(Action::Start {
+                    profile: profile.to_owned(),
+                    pod,
+                    spec,
+                });
+            }
+            Decision::Promote {
+                pod,
+                job,
+                placement,
+                reason,
+            } => {
+                let Some((uuid, tenant)) = st.job_tenant(job) else {
+                    return;
+                };
+                if let Some(j) = st.jobs.get_mut(&uuid) {
+                    j.covered_at.get_or_insert_with(Instant::now);
+                }
+                let mut why = st.reason_json(&reason, Some(tenant));
+                why["placement"] = json!(placement);
+                let Some(slot) = st
+                    .pools
+                    .get_mut(profile)
+                    .and_then(|p| p.slots.get_mut(&pod))
+                else {
+                    return;
+                };
+                slot.placement = placement;
+                slot.tenant = Some(tenant);
+                slot.phase = Phase::Busy(uuid);
+                let runtime_id = slot.runtime_id.clone();
+                self.record(
+                    Some(tenant),
+                    Some(&runtime_id),
+                    profile,
+                    "promote",
+                    Some(uuid),
+                    why,
+                );
+            }
+            Decision::Assign {
+                job,
+                pod,
+                source,
+                reason,
+            } => {
+                let Some((uuid, tenant)) = st.job_tenant(job) else {
+                    return;
+                };
+                let mut why = st.reason_json(&reason, Some(tenant));
+                why["source"] = json!(source.as_str());
+                let Some(slot) = st
+                    .pools
+                    .get_mut(profile)
+                    .and_then(|p| p.slots.get_mut(&pod))
+                else {
+                    return;
+                };
+                slot.tenant = Some(tenant);
+                slot.phase = Phase::Busy(uuid);
+                let runtime_id = slot.runtime_id.clone();
+                self.record(
+                    Some(tenant),
+                    Some(&runtime_id),
+                    profile,
+                    "assign",
+                    Some(uuid),
+                    why,
+                );
+                let Some(j) = st.jobs.get_mut(&uuid) else {
+                    return;
+                };
+                j.covered_at.get_or_insert_with(Instant::now);
+                j.assigned.push((pod, source));
+                if j.assigned.len() as u32 >= j.queued.spec.pods() && !j.running {
+                    j.running = true;
+                    let acquire_ms = j.covered_at.map_or(0.0, |t| ms(t.elapsed()));
+                    let assigned = j.assigned.clone();
+                    let queued = j.queued.clone();
+                    let Some(pp) = st.pools.get_mut(profile) else {
+                        return;
+                    };
+                    let pods = assigned
+                        .iter()
+                        .map(|(pod, _)| {
+                            let slot = pp.slots.get_mut(pod);
+                            let wipe = slot.as_ref().is_some_and(|s| s.wipe);
+                            if let Some(s) = slot {
+                                s.wipe = false;
+                            }
+                            let slot = pp.slots.get(pod);
+                            run::Assigned {
+                                pod: *pod,
+                                runtime_id: slot.map(|s| s.runtime_id.clone()).unwrap_or_default(),
+                                address: slot.and_then(|s| s.pod.clone()),
+                                wipe,
+                                devices: match slot {
+                                    Some(s) if real_gpus => devices(&s.placement),
+                                    _ => Vec::new(),
+                                },
+                            }
+                        })
+                        .collect();
+                    // The job is as cold as its coldest pod.
+                    let source = assigned
+                        .iter()
+                        .map(|(_, s)| *s)
+                        .max_by_key(|s| match s {
+                            Source::Warm => 0,
+                            Source::Standby => 1,
+                            Source::Cold => 2,
+                        })
+                        .unwrap_or(Source::Cold);
+                    actions.push(Action::Run {
+                        job: queued,
+                        placement: run::Placement {
+                            profile: profile.to_owned(),
+                            pods,
+                            source,
+                            acquire_ms,
+                        },
+                    });
+                }
+            }
+            Decision::Reset { pod, reason } => {
+                let Some(slot) = st.pools.get(profile).and_then(|p| p.slots.get(&pod)) else {
+                    return;
+                };
+                let (tenant, runtime_id) = (slot.tenant, slot.runtime_id.clone());
+                let why = st.reason_json(&reason, tenant);
+                self.record(tenant, Some(&runtime_id), profile, "reset", None, why);
+                if let Some(slot) = st
+                    .pools
+                    .get_mut(profile)
+                    .and_then(|p| p.slots.get_mut(&pod))
+                {
+                    slot.tenant = None;
+                    slot.wipe = true;
+                    slot.phase = Phase::Ready;
+                }
+            }
+            Decision::Release { pod, reason } => {
+                let Some(slot) = st.pools.get(profile).and_then(|p| p.slots.get(&pod)) else {
+                    return;
+                };
+                let (tenant, runtime_id) = (slot.tenant, slot.runtime_id.clone());
+                let why = st.reason_json(&reason, tenant);
+                self.record(tenant, Some(&runtime_id), profile, "release", None, why);
+                let Some(slot) = st
+                    .pools
+                    .get_mut(profile)
+                    .and_then(|p| p.slots.get_mut(&pod))
+                else {
+                    return;
+                };
+                let starting = slot.phase == Phase::Starting;
+                slot.phase = Phase::Draining;
+                // A pod still starting is stopped when its start ends.
+                if !starting {
+                    actions.push(Action::Stop {
+                        profile: profile.to_owned(),
+                        pod,
+                        runtime_id,
+                    });
+                }
+            }
+            Decision::Budget {
+                budget,
+                gpus,
+                inputs,
+            } => {
+                tracing::debug!(%profile, budget_gpus = gpus, ?inputs, "pool budget changed");
+                self.record(
+                    None,
+                    None,
+                    profile,
+                    "budget",
+                    None,
+                    json!({"code": "budget", "budget_shares": budget.0, "budget_gpus": gpus, "inputs": inputs}),
+                );
+            }
         }
     }
 
-    fn pools(&self) -> std::sync::MutexGuard<'_, Pools> {
-        self.inner.pools.lock().expect("scheduler state poisoned")
+    /// Carries out what needs I/O, each in its own task.
+    fn perform(&self, actions: Vec<Action>) {
+        for action in actions {
+            let this = self.clone();
+            match action {
+                Action::Start { profile, pod, spec } => {
+                    tokio::spawn(async move { this.start_pod(profile, pod, spec).await });
+                }
+                Action::Run { job, placement } => {
+                    tokio::spawn(async move { this.run_job(job, placement).await });
+                }
+                Action::Stop {
+                    profile,
+                    pod,
+                    runtime_id,
+                } => {
+                    tokio::spawn(async move { this.stop_pod(profile, pod, runtime_id).await });
+                }
+                Action::Fail { job, finish } => {
+                    tokio::spawn(async move { this.record_end(&job, finish).await });
+                }
+            }
+        }
     }
+
+    async fn start_pod(self, profile: String, pod: PodId, spec: PodSpec) {
+        let runtime_id = spec.pod_id.clone();
+        let timeout = self.inner.settings.pod_start_timeout;
+        let started = match tokio::time::timeout(timeout, self.inner.runtime.start_pod(spec)).await
+        {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("pod start took longer than {timeout:?}")),
+        };
+        let mut actions = Vec::new();
+        match started {
+            Ok(p) => {
+                let orphan = {
+                    let mut st = self.state();
+                    self.pod_started(&mut st, &profile, pod, p, &mut actions)
+                };
+                if orphan {
+                    let _ = self.inner.runtime.stop_pod(&runtime_id).await;
+                }
+            }
+            Err(message) => {
+                tracing::warn!(%runtime_id, error = %message, "pod failed to start");
+                // Whatever the start left behind goes.
+                if let Err(e) = self.inner.runtime.stop_pod(&runtime_id).await {
+                    tracing::debug!(%runtime_id, error = %e, "cleaning up a failed start");
+                }
+                let mut st = self.state();
+                self.pod_gone(
+                    &mut st,
+                    &profile,
+                    pod,
+                    json!({"code": "start_failed", "message": message}),
+                    &mut actions,
+                );
+            }
+        }
+        self.perform(actions);
+    }
+
+    /// A started pod is up. True when nothing knows it any more (stop it).
+    fn pod_started(
+        &self,
+        st: &mut State,
+        profile: &str,
+        pod: PodId,
+        p: Pod,
+        actions: &mut Vec<Action>,
+    ) -> bool {
+        let Some(slot) = st
+            .pools
+            .get_mut(profile)
+            .and_then(|pp| pp.slots.get_mut(&pod))
+        else {
+            return true;
+        };
+        let runtime_id = slot.runtime_id.clone();
+        slot.pod = Some(p);
+        if slot.phase != Phase::Starting {
+            // Released while it started.
+            actions.push(Action::Stop {
+                profile: profile.to_owned(),
+                pod,
+                runtime_id,
+            });
+            return false;
+        }
+        slot.phase = Phase::Ready;
+        self.record(
+            None,
+            Some(&runtime_id),
+            profile,
+            "ready",
+            None,
+            json!({"code": "ready", "message": "the pod's agent answered"}),
+        );
+        if let Err(e) = self.feed(st, profile, Event::PodReady { pod }, actions) {
+            tracing::error!(%runtime_id, error = %e, "pool refused a ready pod");
+        }
+        false
+    }
+
+    async fn stop_pod(self, profile: String, pod: PodId, runtime_id: String) {
+        if let Err(e) = self.inner.runtime.stop_pod(&runtime_id).await {
+            tracing::warn!(%runtime_id, error = %e, "stopping pod failed");
+        }
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            self.pod_gone(
+                &mut st,
+                &profile,
+                pod,
+                json!({"code": "stopped", "message": "the pod was stopped"}),
+                &mut actions,
+            );
+        }
+        self.perform(actions);
+    }
+
+    /// Drops a pod from the books and tells its pool.
+    fn pod_gone(
+        &self,
+        st: &mut State,
+        profile: &str,
+        pod: PodId,
+        why: Value,
+        actions: &mut Vec<Action>,
+    ) {
+        let Some(pp) = st.pools.get_mut(profile) else {
+            return;
+        };
+        let Some(slot) = pp.slots.remove(&pod) else {
+            return;
+        };
+        pp.by_runtime.remove(&slot.runtime_id);
+        self.record(None, Some(&slot.runtime_id), profile, "gone", None, why);
+        if let Err(e) = self.feed(st, profile, Event::PodGone { pod }, actions) {
+            tracing::debug!(pod_id = %slot.runtime_id, error = %e, "pool did not know the pod");
+        }
+    }
+
+    /// A pod vanished without being asked to (its agent died).
+    fn runtime_gone(&self, runtime_id: &str, reason: &str) {
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            let Some((profile, pod)) = st.pools.iter().find_map(|(name, pp)| {
+                pp.by_runtime
+                    .get(runtime_id)
+                    .map(|&pod| (name.clone(), pod))
+            }) else {
+                return;
+            };
+            let phase = st.pools[&profile].slots.get(&pod).map(|s| s.phase);
+            let lost = match phase {
+                Some(Phase::Ready) => true,
+                // A running job notices on its own connections and ends lost.
+                Some(Phase::Busy(job)) => !st.jobs.get(&job).is_some_and(|j| j.running),
+                Some(Phase::Starting | Phase::Draining) | None => false,
+            };
+            if lost {
+                tracing::info!(pod_id = %runtime_id, %reason, "pod gone");
+                self.pod_gone(
+                    &mut st,
+                    &profile,
+                    pod,
+                    json!({"code": "lost", "message": reason}),
+                    &mut actions,
+                );
+            }
+        }
+        self.perform(actions);
+    }
+
+    /// Queues a job with its pool (the leader only; others leave it to the
+    /// leader, which finds it in the store).
+    fn enqueue(&self, st: &mut State, job: Queued, actions: &mut Vec<Action>) {
+        if st.jobs.contains_key(&job.job_id) {
+            return;
+        }
+        st.newest = st.newest.max(job.job_id);
+        if !st.leading {
+            return;
+        }
+        let profile = job.spec.profile.clone();
+        if !st.pools.contains_key(&profile) {
+            // Validated at submission; a profile removed from the
+            // configuration since then fails the job.
+            let message = format!("profile `{profile}` is no longer configured");
+            actions.push(Action::Fail {
+                job,
+                finish: run::failed("unknown_profile", message),
+            });
+            return;
+        }
+        let id = JobId(st.next_job);
+        st.next_job += 1;
+        let caller = st.caller_id(job.tenant_id, &job.spec.caller);
+        let tenant = st.tenant_id(job.tenant_id);
+        let request = Request {
+            job: id,
+            caller,
+            tenant,
+            shares: None,
+            pods: job.spec.pods(),
+            priority: job.spec.priority,
+        };
+        let uuid = job.job_id;
+        st.job_ids.insert(id, uuid);
+        st.jobs.insert(
+            uuid,
+            Job {
+                queued: job,
+                id,
+                assigned: Vec::new(),
+                covered_at: None,
+                cancel: Arc::new(Notify::new()),
+                running: false,
+            },
+        );
+        if let Err(e) = self.feed(st, &profile, Event::JobQueued(request), actions) {
+            st.job_ids.remove(&id);
+            if let Some(job) = st.jobs.remove(&uuid) {
+                actions.push(Action::Fail {
+                    job: job.queued,
+                    finish: run::failed("unplaceable", e.to_string()),
+                });
+            }
+        }
+    }
+
+    /// The end of a job, whatever it was, reported to its pool: its pods are
+    /// free again (warm for its caller, as the policy decides).
+    fn finished(&self, job_id: Uuid) {
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            self.finished_locked(&mut st, job_id, &mut actions);
+        }
+        self.perform(actions);
+    }
+
+    fn finished_locked(&self, st: &mut State, job_id: Uuid, actions: &mut Vec<Action>) {
+        let Some(job) = st.jobs.remove(&job_id) else {
+            return;
+        };
+        st.job_ids.remove(&job.id);
+        let profile = job.queued.spec.profile.clone();
+        if let Some(pp) = st.pools.get_mut(&profile) {
+            for slot in pp.slots.values_mut() {
+                if slot.phase == Phase::Busy(job_id) {
+                    slot.phase = Phase::Ready;
+                }
+            }
+        }
+        if let Err(e) = self.feed(st, &profile, Event::JobFinished { job: job.id }, actions) {
+            tracing::error!(%job_id, error = %e, "pool did not know the job");
+        }
+    }
+
+    /// Queues a job again after its pods were lost.
+    fn resubmit(&self, job: Queued) {
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            self.enqueue(&mut st, job, &mut actions);
+        }
+        self.perform(actions);
+    }
+
+    /// Ticks every pool: keep-alives expire, standby and budget follow demand.
+    fn tick_all(&self) {
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            if !st.leading {
+                return;
+            }
+            let names: Vec<String> = st.pools.keys().cloned().collect();
+            for name in names {
+                if let Err(e) = self.feed(&mut st, &name, Event::Tick, &mut actions) {
+                    tracing::error!(profile = %name, error = %e, "pool tick failed");
+                }
+            }
+        }
+        self.perform(actions);
+    }
+
+    /// When the earliest pool wants its next tick.
+    fn next_wakeup(&self) -> Option<Instant> {
+        let st = self.state();
+        st.pools
+            .values()
+            .filter_map(|pp| pp.pool.next_wakeup())
+            .min()
+            .map(|t| self.inner.epoch + Duration::from_millis(t.as_millis()))
+    }
+
+    // ---- the service's side ---------------------------------------------------
 
     /// Hands a freshly accepted job to the scheduler.
     pub fn submit(&self, row: &JobRow) {
         match Queued::from_row(row) {
             Ok(job) => {
                 self.inner.hub.open(job.job_id);
-                self.pools().enqueue(job);
-                self.inner.wake.notify_one();
+                let mut actions = Vec::new();
+                {
+                    let mut st = self.state();
+                    self.enqueue(&mut st, job, &mut actions);
+                }
+                self.perform(actions);
             }
             Err(e) => tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable"),
         }
@@ -308,38 +1119,180 @@ impl Scheduler {
     /// Stops a job that holds pods, or drops a queued one (already cancelled in
     /// the store).
     pub fn cancel(&self, job_id: Uuid) {
-        let mut pools = self.pools();
-        pools.dequeue(job_id);
-        if let Some(signal) = pools.running.get(&job_id) {
-            signal.notify_one();
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            let (running, signal, profile) = match st.jobs.get(&job_id) {
+                Some(j) => (j.running, j.cancel.clone(), j.queued.spec.profile.clone()),
+                None => return,
+            };
+            if running {
+                signal.notify_one();
+            } else {
+                self.inner.metrics.job_finished(&profile, "cancelled");
+                self.finished_locked(&mut st, job_id, &mut actions);
+            }
         }
+        self.perform(actions);
+    }
+
+    fn cancel_signal(&self, job_id: Uuid) -> Arc<Notify> {
+        self.state()
+            .jobs
+            .get(&job_id)
+            .map_or_else(|| Arc::new(Notify::new()), |j| j.cancel.clone())
     }
 
     /// Pod counts per profile.
     pub fn pod_counts(&self) -> BTreeMap<String, PodCounts> {
-        let pools = self.pools();
-        let mut out: BTreeMap<String, PodCounts> = self
-            .inner
-            .profiles
-            .keys()
-            .map(|p| (p.clone(), PodCounts::default()))
-            .collect();
-        for slot in pools.slots.values() {
-            let c = out.entry(slot.profile.clone()).or_default();
-            match slot.state {
-                PodState::Starting => c.starting += 1,
-                PodState::Active(_) => c.active += 1,
-                PodState::Warm { .. } => c.warm += 1,
-                PodState::Stopping => c.stopping += 1,
-            }
-        }
-        out
+        let st = self.state();
+        st.pools
+            .iter()
+            .map(|(name, pp)| {
+                let c = pp.pool.snapshot().pods;
+                (
+                    name.clone(),
+                    PodCounts {
+                        starting: c.starting,
+                        standby: c.standby,
+                        active: c.active + c.reserved,
+                        warm: c.warm,
+                        stopping: c.draining,
+                    },
+                )
+            })
+            .collect()
     }
 
     /// Jobs waiting for pods.
     pub fn queue_depth(&self) -> usize {
-        self.pools().queue.len()
+        let st = self.state();
+        st.jobs.values().filter(|j| !j.running).count()
     }
+
+    /// The pool of `profile` as `tenant` may see it.
+    pub fn pool_view(&self, profile: &str, tenant: Uuid) -> Option<PoolView> {
+        let st = self.state();
+        let pp = st.pools.get(profile)?;
+        let tenant_id = st.tenants.get(&tenant).copied();
+        let config = pp.pool.config();
+        Some(PoolView {
+            profile: profile.to_owned(),
+            gpus: Gpus {
+                count: config.gpus,
+                real: self.inner.settings.pools.gpus.real,
+            },
+            snapshot: pp.pool.snapshot(),
+            tenant: tenant_id,
+            tenant_bounds: tenant_id.map_or(config.budget.tenant, |t| config.tenant_bounds(t)),
+            callers: st
+                .caller_names
+                .iter()
+                .filter(|(_, (t, _))| *t == tenant)
+                .map(|(&id, (_, name))| (id, name.clone()))
+                .collect(),
+        })
+    }
+
+    /// The profiles with pools.
+    pub fn pool_names(&self) -> Vec<String> {
+        self.state().pools.keys().cloned().collect()
+    }
+
+    /// Gauges of every pool, for `/metrics`.
+    pub fn pool_gauges(&self) -> Vec<PoolGauges> {
+        let now = self.now();
+        let st = self.state();
+        st.pools
+            .iter()
+            .map(|(name, pp)| {
+                let snap = pp.pool.snapshot();
+                let c = snap.pods;
+                let g = pp.gpu_seconds(now);
+                PoolGauges {
+                    profile: name.clone(),
+                    pods: vec![
+                        ("starting", c.starting),
+                        ("standby", c.standby),
+                        ("warm", c.warm),
+                        ("reserved", c.reserved),
+                        ("active", c.active),
+                        ("draining", c.draining),
+                    ],
+                    gpu_seconds: vec![
+                        ("active", g[0]),
+                        ("warm", g[1]),
+                        ("standby", g[2]),
+                        ("draining", g[3]),
+                    ],
+                    budget_gpus: snap.budget.map(|b| b.gpus),
+                    queue_depth: snap.queued_jobs,
+                }
+            })
+            .collect()
+    }
+
+    /// Checks a tenant budget against `profile`'s pool, in shares.
+    pub fn budget_bounds(
+        &self,
+        profile: &str,
+        floor_gpus: f64,
+        ceiling_gpus: f64,
+    ) -> Result<Bounds, BudgetError> {
+        let st = self.state();
+        let pp = st
+            .pools
+            .get(profile)
+            .ok_or_else(|| BudgetError::UnknownProfile(profile.to_owned()))?;
+        let per = pp.pool.config().shares_per_gpu;
+        let shares = |what: &str, gpus: f64| {
+            Shares::from_gpus(gpus, per).ok_or_else(|| {
+                BudgetError::Invalid(format!(
+                    "{what} must be a non-negative multiple of 1/{per} GPU"
+                ))
+            })
+        };
+        let bounds = Bounds {
+            floor: shares("floor_gpus", floor_gpus)?,
+            ceiling: shares("ceiling_gpus", ceiling_gpus)?,
+        };
+        if bounds.floor > bounds.ceiling {
+            return Err(BudgetError::Invalid(
+                "floor_gpus exceeds ceiling_gpus".to_owned(),
+            ));
+        }
+        Ok(bounds)
+    }
+
+    /// Applies a tenant's budget to the live pool of `profile`.
+    pub fn set_tenant_budget(
+        &self,
+        tenant: Uuid,
+        profile: &str,
+        floor_gpus: f64,
+        ceiling_gpus: f64,
+    ) -> Result<(), BudgetError> {
+        let bounds = self.budget_bounds(profile, floor_gpus, ceiling_gpus)?;
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            let id = st.tenant_id(tenant);
+            let leading = st.leading;
+            let Some(pp) = st.pools.get_mut(profile) else {
+                return Err(BudgetError::UnknownProfile(profile.to_owned()));
+            };
+            pp.pool
+                .set_tenant_bounds(id, Some(bounds))
+                .map_err(|e| BudgetError::Invalid(e.to_string()))?;
+            if leading && let Err(e) = self.feed(&mut st, profile, Event::Tick, &mut actions) {
+                tracing::error!(%profile, error = %e, "pool tick failed");
+            }
+        }
+        self.perform(actions);
+        Ok(())
+    }
+
+    // ---- the loop ---------------------------------------------------------------
 
     /// Takes the lease, recovers unfinished jobs, then schedules until the
     /// process ends.
@@ -350,24 +1303,22 @@ impl Scheduler {
             Ok(n) => tracing::info!(pods = n, "removed pods left by an earlier run"),
             Err(e) => tracing::warn!(error = %e, "could not remove orphan pods"),
         }
+        self.load_budgets().await;
+        let mut pod_events = self.inner.runtime.subscribe();
+        self.state().leading = true;
+        self.tick_all();
         while let Err(e) = self.recover().await {
             tracing::error!(error = %e, "recovery failed; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        let mut pod_events = self.inner.runtime.subscribe();
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next_sync = Instant::now() + SYNC;
         loop {
+            let wake_at = self.next_wakeup().map_or(next_sync, |w| w.min(next_sync));
             tokio::select! {
                 () = self.inner.wake.notified() => {}
-                _ = tick.tick() => {
-                    self.release_expired();
-                    if let Err(e) = self.sync_with_store().await {
-                        tracing::warn!(error = %e, "syncing with the store failed");
-                    }
-                }
+                () = tokio::time::sleep_until(wake_at) => {}
                 event = pod_events.recv() => match event {
-                    Ok(PodEvent::Gone { pod_id, reason }) => self.pod_gone(&pod_id, &reason),
+                    Ok(PodEvent::Gone { pod_id, reason }) => self.runtime_gone(&pod_id, &reason),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                         tracing::warn!(missed = n, "missed pod events");
                     }
@@ -376,7 +1327,34 @@ impl Scheduler {
                     }
                 },
             }
-            self.dispatch();
+            if Instant::now() >= next_sync {
+                if let Err(e) = self.sync_with_store().await {
+                    tracing::warn!(error = %e, "syncing with the store failed");
+                }
+                next_sync = Instant::now() + SYNC;
+            }
+            self.tick_all();
+        }
+    }
+
+    /// Applies the tenants' stored budgets to the pools.
+    async fn load_budgets(&self) {
+        let rows = match hearth_store::budget::all(&self.inner.db).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::error!(error = %e, "loading tenant budgets failed");
+                return;
+            }
+        };
+        for row in rows {
+            if let Err(e) = self.set_tenant_budget(
+                row.tenant_id,
+                &row.profile,
+                row.floor_gpus,
+                row.ceiling_gpus,
+            ) {
+                tracing::warn!(tenant_id = %row.tenant_id, profile = %row.profile, error = %e, "stored tenant budget not applied");
+            }
         }
     }
 
@@ -415,6 +1393,10 @@ impl Scheduler {
     async fn recover(&self) -> Result<(), hearth_store::Error> {
         let db = &self.inner.db;
         for row in hearth_store::job::unfinished(db).await? {
+            // Jobs accepted since this scheduler took the lead are its own.
+            if self.state().jobs.contains_key(&row.job_id) {
+                continue;
+            }
             if row.state != "queued" {
                 let max = self.inner.settings.max_attempts as i32;
                 if hearth_store::job::requeue(db, row.job_id, max).await? {
@@ -425,7 +1407,10 @@ impl Scheduler {
                         row.cancel_requested,
                         "the job's pod was lost when the service stopped, and it has no attempts left",
                     );
-                    hearth_store::job::finish(&mut conn, row.job_id, &f).await?;
+                    if let Some(done) = hearth_store::job::finish(&mut conn, row.job_id, &f).await?
+                    {
+                        self.inner.metrics.job_finished(&done.profile, &done.state);
+                    }
                     tracing::warn!(job_id = %row.job_id, "failed a job whose pod was lost");
                     continue;
                 }
@@ -438,7 +1423,7 @@ impl Scheduler {
     /// Queues jobs other replicas accepted, and stops jobs whose cancellation
     /// another replica recorded.
     async fn sync_with_store(&self) -> Result<(), hearth_store::Error> {
-        let newest = self.pools().newest;
+        let newest = self.state().newest;
         for row in hearth_store::job::queued_after(&self.inner.db, newest).await? {
             self.submit(&row);
         }
@@ -447,79 +1432,78 @@ impl Scheduler {
         }
         Ok(())
     }
+}
 
-    fn release_expired(&self) {
-        let profiles = self.inner.profiles.clone();
-        let expired = self.pools().expired(Instant::now(), |p| {
-            profiles.get(p).map_or(Duration::ZERO, |p| {
-                Duration::from_secs(p.keep_alive_s.into())
-            })
-        });
-        for pod_id in expired {
-            tracing::debug!(%pod_id, "keep-alive passed; releasing warm pod");
-            self.stop_pod(pod_id);
-        }
+/// The physical GPUs of a placement, in order.
+fn devices(placement: &PoolPlacement) -> Vec<u32> {
+    let mut out: Vec<u32> = placement.0.iter().map(|s| s.gpu).collect();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_in_reason_texts_become_names() {
+        let f = |n: u64| {
+            if n == 1 {
+                "`a`".to_owned()
+            } else {
+                format!("<{n}>")
+            }
+        };
+        assert_eq!(
+            rename("caller 1 and caller 12, caller x", "caller ", f),
+            "`a` and <12>, caller x"
+        );
     }
 
-    fn pod_gone(&self, pod_id: &str, reason: &str) {
-        let mut pools = self.pools();
-        // An active pod's job notices on its own connection; only idle pods are
-        // dropped here.
-        match pools.slots.get(pod_id).map(|s| &s.state) {
-            Some(PodState::Warm { .. } | PodState::Stopping) => {
-                tracing::info!(%pod_id, %reason, "pod gone");
-                pools.slots.remove(pod_id);
-            }
-            Some(PodState::Active(job_id)) => {
-                tracing::warn!(%pod_id, %job_id, %reason, "pod gone while running a job");
-            }
-            Some(PodState::Starting) | None => {}
-        }
+    #[test]
+    fn reasons_show_only_the_viewers_own_callers() {
+        let mut st = State::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let ca = st.caller_id(a, "loop-a");
+        let cb = st.caller_id(b, "loop-b");
+        let r = Reason::Recycled { from: ca, to: cb };
+        let v = st.reason_json(&r, Some(a));
+        assert_eq!(v["code"], "recycled");
+        assert_eq!(v["from"], "loop-a");
+        assert_eq!(v["to"], Value::Null);
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.contains("`loop-a`") && !message.contains("loop-b"),
+            "{message}"
+        );
     }
 
-    fn stop_pod(&self, pod_id: String) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            if let Err(e) = this.inner.runtime.stop_pod(&pod_id).await {
-                tracing::warn!(%pod_id, error = %e, "stopping pod failed");
-            }
-            this.pools().slots.remove(&pod_id);
-            this.inner.wake.notify_one();
-        });
-    }
-
-    /// Gives pods to as many queued jobs as possible, in priority order.
-    fn dispatch(&self) {
-        let mut started = Vec::new();
-        let mut evicted = Vec::new();
-        {
-            let mut pools = self.pools();
-            let keys: Vec<_> = pools.queue.keys().copied().collect();
-            for key in keys {
-                let job = pools.queue[&key].clone();
-                let Some(profile) = self.inner.profiles.get(&job.spec.profile) else {
-                    // Validated at submission; a profile removed from the
-                    // configuration since then fails the job.
-                    pools.dequeue(job.job_id);
-                    started.push((job, None));
-                    continue;
-                };
-                let Some((placement, evict)) = pools.place(&job, profile) else {
-                    continue;
-                };
-                pools.dequeue(job.job_id);
-                pools.running.insert(job.job_id, Arc::new(Notify::new()));
-                evicted.extend(evict);
-                started.push((job, Some(placement)));
-            }
-        }
-        for pod_id in evicted {
-            tracing::debug!(%pod_id, "evicting idle pod of another caller to make room");
-            self.stop_pod(pod_id);
-        }
-        for (job, placement) in started {
-            let this = self.clone();
-            tokio::spawn(async move { this.run_job(job, placement).await });
-        }
+    #[test]
+    fn pool_settings_clamp_the_default_keep_alive_and_check_budgets() {
+        let settings = PoolSettings {
+            kind: Kind::Firepool,
+            standby_min: 1,
+            standby_max: 2,
+            keep_alive_min: Duration::from_millis(100),
+            keep_alive_max: Duration::from_secs(1),
+            budget_floor_gpus: Some(0.5),
+            budget_ceiling_gpus: None,
+            gpus: Gpus {
+                count: 2,
+                real: false,
+            },
+        };
+        let mut gpu = Profile::cpu("gpu-one");
+        gpu.gpus = 1;
+        let c = settings.config_for(&gpu).unwrap();
+        assert_eq!(c.keep_alive.default, Duration::from_secs(1));
+        assert_eq!(c.gpus, 2);
+        assert_eq!(c.budget.pool.floor, Shares(4));
+        assert_eq!(settings.config_for(&Profile::cpu("cpu")).unwrap().gpus, 0);
+        let odd = PoolSettings {
+            budget_floor_gpus: Some(0.3),
+            ..settings
+        };
+        assert!(odd.config_for(&gpu).is_err());
     }
 }

@@ -1,21 +1,44 @@
-//! Running one job on the pods it was given: acquire (start cold pods), bind
-//! and run through each pod's agent, stream output to the hub, and record the
-//! end in the store.
+//! Running one job on the pods the policy assigned it: acquire (wipe pods the
+//! policy reset), bind and run through each pod's agent, stream output to the
+//! hub, record the end in the store, and report the end to the pool.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hearth_core::agent::{self, Frame, Outcome, Rank, Stream};
 use hearth_core::job::Code;
-use hearth_core::{Profile, State};
-use hearth_runtime::{Pod, PodSpec, client};
+use hearth_core::{Source, State};
+use hearth_pool::PodId;
+use hearth_runtime::{Pod, client};
 use hearth_store::job::Finish;
 use time::OffsetDateTime;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::{Owner, Placement, PodState, Queued, Scheduler};
+use super::{Phase, Queued, Scheduler};
 use crate::hub::JobEvent;
+
+/// One pod a job was assigned, in rank order.
+#[derive(Debug, Clone)]
+pub(super) struct Assigned {
+    pub(super) pod: PodId,
+    pub(super) runtime_id: String,
+    /// Its address; every assigned pod is up.
+    pub(super) address: Option<Pod>,
+    /// The policy reset it for this job: wipe it first.
+    pub(super) wipe: bool,
+    /// Real GPU devices of its placement (none with accounting-only GPUs).
+    pub(super) devices: Vec<u32>,
+}
+
+/// What a job was given.
+#[derive(Debug, Clone)]
+pub(super) struct Placement {
+    pub(super) profile: String,
+    pub(super) pods: Vec<Assigned>,
+    pub(super) source: Source,
+    /// How long the job waited for its pods once the policy acted for it.
+    pub(super) acquire_ms: f64,
+}
 
 /// Grace the agent gets past a job's timeout before the scheduler gives up on it.
 const AGENT_GRACE: Duration = Duration::from_secs(15);
@@ -48,7 +71,7 @@ pub(super) fn lost(cancelled: bool, message: &str) -> Finish {
     }
 }
 
-fn failed(code: &str, message: String) -> Finish {
+pub(super) fn failed(code: &str, message: String) -> Finish {
     Finish {
         state: State::Failed.as_str().to_owned(),
         error_code: Some(code.to_owned()),
@@ -120,60 +143,51 @@ async fn store_end(
 type RankFrame = (u32, Result<Frame, hearth_runtime::Error>);
 
 impl Scheduler {
-    pub(super) async fn run_job(self, job: Queued, placement: Option<Placement>) {
+    pub(super) async fn run_job(self, job: Queued, placement: Placement) {
         let job_id = job.job_id;
-        let Some(placement) = placement else {
-            let f = failed(
-                "unknown_profile",
-                format!("profile `{}` is no longer configured", job.spec.profile),
-            );
-            self.record_end(&job, f).await;
-            self.pools().running.remove(&job_id);
-            return;
-        };
-        let cancel = self
-            .pools()
-            .running
-            .get(&job_id)
-            .cloned()
-            .unwrap_or_else(|| Arc::new(Notify::new()));
+        let cancel = self.cancel_signal(job_id);
         let ending = self.execute(&job, &placement, &cancel).await;
-        let owner = Owner {
-            tenant_id: job.tenant_id,
-            caller: job.spec.caller.clone(),
-        };
         match ending {
             Ending::NotAssigned => {
-                self.release(&placement, &owner, true);
+                self.finished(job_id);
                 // Cancelled elsewhere: tell watchers the final state.
                 if let Ok(Some(row)) =
                     hearth_store::job::get(&self.inner.db, job.tenant_id, job_id).await
                     && State::parse(&row.state).is_some_and(State::is_terminal)
                 {
+                    self.inner
+                        .metrics
+                        .job_finished(&placement.profile, &row.state);
                     self.inner.hub.done(row);
                 }
             }
             Ending::Done { finish, pods_ok } => {
-                self.release(&placement, &owner, pods_ok);
+                if !pods_ok {
+                    self.drop_pods(&placement, "a rank was lost while the job was cancelled")
+                        .await;
+                }
+                // The pods are warm again before anyone learns the job ended,
+                // so the caller's next job finds them.
+                self.finished(job_id);
                 self.record_end(&job, *finish).await;
             }
             Ending::Lost(reason) => {
                 tracing::warn!(%job_id, %reason, "pod lost");
-                self.release(&placement, &owner, false);
+                self.drop_pods(&placement, &reason).await;
                 let max = self.inner.settings.max_attempts as i32;
                 match hearth_store::job::requeue(&self.inner.relaxed, job_id, max).await {
                     Ok(true) => {
                         self.inner
                             .hub
                             .publish(job_id, JobEvent::State(State::Queued));
-                        self.pools().running.remove(&job_id);
-                        self.pools().enqueue(job);
-                        self.inner.wake.notify_one();
+                        self.finished(job_id);
+                        self.resubmit(job);
                         return;
                     }
                     Ok(false) => {}
                     Err(e) => tracing::error!(%job_id, error = %e, "re-queueing failed"),
                 }
+                self.finished(job_id);
                 let cancelled = matches!(
                     hearth_store::job::get(&self.inner.db, job.tenant_id, job_id).await,
                     Ok(Some(row)) if row.cancel_requested
@@ -181,39 +195,44 @@ impl Scheduler {
                 self.record_end(&job, lost(cancelled, &reason)).await;
             }
         }
-        self.pools().running.remove(&job_id);
-        self.inner.wake.notify_one();
     }
 
-    /// Puts a job's pods back: warm for its owner when they are sound, else
-    /// stopped. Cold pods that were never started are dropped.
-    fn release(&self, placement: &Placement, owner: &Owner, sound: bool) {
-        let mut stop = Vec::new();
+    /// Stops a job's pods that can no longer be trusted, and reports them gone
+    /// once they are.
+    async fn drop_pods(&self, placement: &Placement, why: &str) {
         {
-            let mut pools = self.pools();
-            for id in &placement.pods {
-                let Some(slot) = pools.slots.get_mut(id) else {
-                    continue;
-                };
-                if slot.pod.is_none() {
-                    pools.slots.remove(id);
-                } else if sound {
-                    slot.state = PodState::Warm {
-                        owner: owner.clone(),
-                        since: Instant::now(),
-                    };
-                } else {
-                    slot.state = PodState::Stopping;
-                    stop.push(id.clone());
+            let mut st = self.state();
+            if let Some(pp) = st.pools.get_mut(&placement.profile) {
+                for a in &placement.pods {
+                    if let Some(slot) = pp.slots.get_mut(&a.pod) {
+                        slot.phase = Phase::Draining;
+                    }
                 }
             }
         }
-        for id in stop {
-            self.stop_pod(id);
+        let stops = placement.pods.iter().map(|a| async move {
+            if let Err(e) = self.inner.runtime.stop_pod(&a.runtime_id).await {
+                tracing::warn!(pod_id = %a.runtime_id, error = %e, "stopping pod failed");
+            }
+        });
+        futures::future::join_all(stops).await;
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            for a in &placement.pods {
+                self.pod_gone(
+                    &mut st,
+                    &placement.profile,
+                    a.pod,
+                    serde_json::json!({"code": "lost", "message": why}),
+                    &mut actions,
+                );
+            }
         }
+        self.perform(actions);
     }
 
-    async fn record_end(&self, job: &Queued, finish: Finish) {
+    pub(super) async fn record_end(&self, job: &Queued, finish: Finish) {
         let db = &self.inner.db;
         let mut finish = finish;
         let mut attempt = 0;
@@ -254,6 +273,7 @@ impl Scheduler {
         };
         if let Some(row) = row {
             tracing::info!(job_id = %job.job_id, state = %row.state, "job finished");
+            self.inner.metrics.job_finished(&row.profile, &row.state);
             self.inner.hub.done(row);
         }
     }
@@ -261,13 +281,19 @@ impl Scheduler {
     async fn execute(&self, job: &Queued, placement: &Placement, cancel: &Notify) -> Ending {
         let db = &self.inner.db;
         let spec = &job.spec;
-        let queued_ms =
+        let waited_ms =
             ((OffsetDateTime::now_utc() - job.accepted_at).as_seconds_f64() * 1000.0).max(0.0);
+        let queued_ms = (waited_ms - placement.acquire_ms).max(0.0);
+        let pod_ids: Vec<String> = placement
+            .pods
+            .iter()
+            .map(|a| a.runtime_id.clone())
+            .collect();
         match hearth_store::job::assign(
             &self.inner.relaxed,
             job.job_id,
             placement.source.as_str(),
-            &placement.pods,
+            &pod_ids,
             queued_ms,
         )
         .await
@@ -312,7 +338,7 @@ impl Scheduler {
 
         let acquire_start = Instant::now();
         let pods = tokio::select! {
-            pods = self.acquire(job, placement) => match pods {
+            pods = self.acquire(placement) => match pods {
                 Ok(pods) => pods,
                 Err(reason) => return Ending::Lost(reason),
             },
@@ -320,76 +346,37 @@ impl Scheduler {
                 return Ending::Done { finish: Box::new(cancelled(None, None)), pods_ok: true };
             }
         };
-        let acquire_ms = ms(acquire_start.elapsed());
-        self.exchange(job, &pods, files, acquire_ms, cancel).await
+        let acquire_ms = placement.acquire_ms + ms(acquire_start.elapsed());
+        let timing = (queued_ms, acquire_ms);
+        self.exchange(job, placement, &pods, files, timing, cancel)
+            .await
     }
 
-    /// Starts the placement's cold pods (all together), and returns every
-    /// pod in rank order.
-    async fn acquire(&self, job: &Queued, placement: &Placement) -> Result<Vec<Pod>, String> {
-        let profile: &Profile = &self.inner.profiles[&job.spec.profile];
-        let starts = placement
-            .pods
-            .iter()
-            .zip(&placement.cold)
-            .map(|(id, &cold)| {
-                let runtime = self.inner.runtime.clone();
-                let known = self.pools().slots.get(id).and_then(|s| s.pod.clone());
-                let spec = PodSpec {
-                    pod_id: id.clone(),
-                    profile: profile.clone(),
-                    gpu_devices: Vec::new(),
-                    labels: BTreeMap::from([
-                        ("tenant".to_owned(), job.tenant_id.to_string()),
-                        ("profile".to_owned(), profile.name.clone()),
-                    ]),
-                };
-                let timeout = self.inner.settings.pod_start_timeout;
-                async move {
-                    match (cold, known) {
-                        (false, Some(pod)) => Ok(pod),
-                        (false, None) => Err(format!("warm pod {} has no address", spec.pod_id)),
-                        (true, _) => {
-                            match tokio::time::timeout(timeout, runtime.start_pod(spec)).await {
-                                Ok(Ok(pod)) => Ok(pod),
-                                Ok(Err(e)) => Err(e.to_string()),
-                                Err(_) => Err(format!("pod start took longer than {timeout:?}")),
-                            }
-                        }
-                    }
-                }
-            });
-        let results = futures::future::join_all(starts).await;
-        let mut pods = Vec::with_capacity(results.len());
-        let mut error = None;
-        {
-            let mut pools = self.pools();
-            for (id, result) in placement.pods.iter().zip(results) {
-                match result {
-                    Ok(pod) => {
-                        if let Some(slot) = pools.slots.get_mut(id) {
-                            slot.pod = Some(pod.clone());
-                        }
-                        pods.push(pod);
-                    }
-                    Err(e) => error = Some(format!("pod {id}: {e}")),
-                }
+    /// The placement's pods in rank order, once the pods the policy reset
+    /// are wiped (all together).
+    async fn acquire(&self, placement: &Placement) -> Result<Vec<Pod>, String> {
+        let ready = placement.pods.iter().map(|a| async move {
+            let pod = a
+                .address
+                .clone()
+                .ok_or_else(|| format!("pod {} has no address", a.runtime_id))?;
+            if a.wipe {
+                client::wipe(&pod.address)
+                    .await
+                    .map_err(|e| format!("pod {}: wipe failed: {e}", a.runtime_id))?;
             }
-        }
-        // A gang starts whole or not at all; started pods are stopped by the
-        // caller through `release`.
-        match error {
-            Some(e) => Err(e),
-            None => Ok(pods),
-        }
+            Ok::<_, String>(pod)
+        });
+        futures::future::join_all(ready).await.into_iter().collect()
     }
 
     async fn exchange(
         &self,
         job: &Queued,
+        placement: &Placement,
         pods: &[Pod],
         files: BTreeMap<String, String>,
-        acquire_ms: f64,
+        (queued_ms, acquire_ms): (f64, f64),
         cancel: &Notify,
     ) -> Ending {
         let spec = &job.spec;
@@ -399,13 +386,22 @@ impl Scheduler {
         let (frames_tx, mut frames) = mpsc::channel::<RankFrame>(256);
         let (cancel_tx, cancel_rx) = watch::channel(false);
         for (rank, pod) in pods.iter().enumerate() {
+            let mut env = spec.env.clone();
+            // The pod's devices as its placement has them now (a promoted
+            // standby pod may have grown onto more GPUs than it started with).
+            if let Some(a) = placement.pods.get(rank)
+                && !a.devices.is_empty()
+            {
+                let devices: Vec<String> = a.devices.iter().map(u32::to_string).collect();
+                env.insert("CUDA_VISIBLE_DEVICES".to_owned(), devices.join(","));
+            }
             let run = agent::Run {
                 job_id: job.job_id.to_string(),
                 files: files.clone(),
                 command: spec.command.clone(),
                 deps: spec.deps.clone(),
                 input: spec.input.clone(),
-                env: spec.env.clone(),
+                env,
                 timeout_ms: u64::from(spec.timeout_s) * 1000,
                 topology: topology.as_ref().map(|t| t[rank].clone()),
                 max_log_bytes: settings.max_log_bytes,
@@ -454,6 +450,8 @@ impl Scheduler {
                             bound += 1;
                             bind_ms = bind_ms.max(b);
                             if bound == world {
+                                let start_s = (queued_ms + acquire_ms + bind_ms) / 1000.0;
+                                self.inner.metrics.job_started(&placement.profile, placement.source, start_s);
                                 match hearth_store::job::start(&self.inner.relaxed, job.job_id, acquire_ms, bind_ms).await {
                                     Ok(_) => self.inner.hub.publish(job.job_id, JobEvent::State(State::Running)),
                                     Err(e) => tracing::error!(job_id = %job.job_id, error = %e, "recording the start failed"),

@@ -425,7 +425,8 @@ impl Config {
         Ok(())
     }
 
-    fn tenant_bounds(&self, tenant: TenantId) -> Bounds {
+    /// The budget bounds of `tenant`'s warm pods.
+    pub fn tenant_bounds(&self, tenant: TenantId) -> Bounds {
         self.budget
             .tenants
             .get(&tenant)

@@ -16,9 +16,9 @@ use std::time::Duration;
 use super::gpu::Inventory;
 use super::stats::{Pauses, PeakWindow, Rate, StartTime};
 use super::{
-    BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event, GpuView, Held,
-    JobId, Kind, Placement, PodCounts, PodId, PodView, Purpose, Reason, Request, Shares, Snapshot,
-    Source, TenantId, TenantView,
+    Bounds, BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event,
+    GpuView, Held, JobId, Kind, Placement, PodCounts, PodId, PodView, Purpose, Reason, Request,
+    Shares, Snapshot, Source, TenantId, TenantView,
 };
 use crate::Instant;
 use crate::time::millis;
@@ -325,6 +325,29 @@ impl Pool {
         match (expiry, review) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// Sets `tenant`'s budget bounds, or with `None` returns it to the
+    /// pool's default tenant bounds (`budget.tenant`). Applied from the next
+    /// event on (send [`Event::Tick`] to apply it at once).
+    pub fn set_tenant_bounds(
+        &mut self,
+        tenant: TenantId,
+        bounds: Option<Bounds>,
+    ) -> Result<(), Error> {
+        match bounds {
+            Some(b) if b.floor > b.ceiling => Err(Error::Config(
+                "a budget floor exceeds its ceiling".to_owned(),
+            )),
+            Some(b) => {
+                self.cfg.budget.tenants.insert(tenant, b);
+                Ok(())
+            }
+            None => {
+                self.cfg.budget.tenants.remove(&tenant);
+                Ok(())
+            }
         }
     }
 

@@ -474,6 +474,50 @@ fn a_tenant_over_its_budget_loses_its_own_idle_pods_only() {
 }
 
 #[test]
+fn tenant_bounds_set_at_run_time_apply_from_the_next_event() {
+    let mut c = cfg();
+    c.budget.horizon = Duration::from_secs(3_600);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    let (_, pod) = f.run(1, 10);
+    assert!(
+        f.pool
+            .set_tenant_bounds(
+                TenantId(0),
+                Some(Bounds {
+                    floor: Shares(2),
+                    ceiling: Shares(1),
+                }),
+            )
+            .is_err(),
+        "a floor above the ceiling is refused"
+    );
+    let zero = Bounds {
+        floor: Shares(0),
+        ceiling: Shares(0),
+    };
+    f.pool.set_tenant_bounds(TenantId(0), Some(zero)).unwrap();
+    assert_eq!(f.pool.config().tenant_bounds(TenantId(0)), zero);
+    // With a ceiling of nothing the pod cannot stay warm once its job ends.
+    let d = f.at(1_000).finish(1);
+    let released = releases(&d);
+    assert_eq!(released.len(), 1);
+    assert_eq!(released[0].0, pod);
+    assert!(matches!(
+        released[0].1,
+        Reason::OverTenantBudget {
+            tenant: TenantId(0),
+            ..
+        }
+    ));
+    // Cleared, the tenant is back to the pool's default bounds.
+    f.pool.set_tenant_bounds(TenantId(0), None).unwrap();
+    assert_eq!(
+        f.pool.config().tenant_bounds(TenantId(0)),
+        Bounds::UNBOUNDED
+    );
+}
+
+#[test]
 fn budget_follows_demand_between_floor_and_ceiling() {
     let mut c = cfg();
     c.gpus = 8;

@@ -1,0 +1,332 @@
+//! The pool policy live: standby handover and refill, warm reuse per caller,
+//! keep-alive release, tenant budgets, the pools and pod-events API and
+//! `/metrics`, on the real local runtime.
+
+use std::collections::HashMap;
+
+use hearth_tests::*;
+use serde_json::{Value, json};
+
+fn quick(caller: &str) -> Value {
+    python_job(caller, "print('ok')")
+}
+
+async fn pool(app: &TestApp, key: &str, profile: &str) -> Value {
+    let (s, v) = app.get(key, &format!("/v1/pools/{profile}")).await;
+    assert_eq!(s, 200, "{v}");
+    v
+}
+
+/// Samples of a Prometheus text exposition: `name{labels}` to value. Fails
+/// on any line that is not a comment or a sample.
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (series, value) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad line {l:?}"));
+            let value = value
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("bad value in {l:?}"));
+            (series.to_owned(), value)
+        })
+        .collect()
+}
+
+async fn pod_events(app: &TestApp, key: &str, pod: &str) -> (u16, Value) {
+    app.get(key, &format!("/v1/pods/{pod}/events")).await
+}
+
+#[tokio::test]
+async fn a_job_is_served_from_standby_and_the_standby_refilled() {
+    let mut config = config();
+    config.standby_min = 1;
+    config.standby_max = 1;
+    let app = spawn_app_with(config).await;
+    let a = app.create_tenant("standby-a").await;
+    let b = app.create_tenant("standby-b").await;
+
+    let p = eventually("a standby pod", async || {
+        let p = pool(&app, &a.key, "cpu-small").await;
+        (p["pods"]["standby"] == 1).then_some(p)
+    })
+    .await;
+    assert_eq!(p["policy"], "firepool");
+    assert_eq!(p["standby_target"], 1);
+    assert_eq!(p["gpus"]["inventory"], 0);
+
+    // A new caller's first job is handed the standby pod.
+    let (s, first) = app.submit(&a.key, &quick("loop-1"), Some(60.0)).await;
+    assert_eq!(s, 200, "{first}");
+    assert_eq!(first["state"], "succeeded");
+    assert_eq!(first["source"], "standby");
+    let pod = first["pods"][0].as_str().unwrap().to_owned();
+
+    // The standby is refilled, and the served pod stays warm for its caller.
+    let p = eventually("the standby refilled", async || {
+        let p = pool(&app, &a.key, "cpu-small").await;
+        (p["pods"]["standby"] == 1 && p["pods"]["warm"] == 1).then_some(p)
+    })
+    .await;
+    let callers = p["callers"].as_array().unwrap();
+    assert_eq!(callers.len(), 1, "{p}");
+    assert_eq!(callers[0]["caller"], "loop-1");
+    assert_eq!(callers[0]["warm_pods"], 1);
+    assert!(callers[0]["keep_alive_ms"].as_u64().unwrap() > 0);
+
+    // Warm reuse only for the same caller: loop-1 gets its pod back, another
+    // caller of the same tenant gets the refilled standby pod.
+    let (_, again) = app.submit(&a.key, &quick("loop-1"), Some(60.0)).await;
+    assert_eq!(
+        (again["source"].as_str(), again["pods"][0].as_str()),
+        (Some("warm"), Some(pod.as_str()))
+    );
+    let (_, other) = app.submit(&a.key, &quick("loop-2"), Some(60.0)).await;
+    assert_eq!(other["source"], "standby", "{other}");
+    assert_ne!(other["pods"][0], pod.as_str());
+
+    // The pod's record says why it was promoted and assigned, each time.
+    let events = eventually("the pod's events", async || {
+        let (s, v) = pod_events(&app, &a.key, &pod).await;
+        let events = v["events"].as_array().cloned().unwrap_or_default();
+        let assigns = events.iter().filter(|e| e["kind"] == "assign").count();
+        (s == 200 && assigns == 2).then_some(events)
+    })
+    .await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds[..2], ["start", "ready"], "{kinds:?}");
+    assert_eq!(events[0]["reason"]["code"], "standby_refill");
+    let promote = events
+        .iter()
+        .find(|e| e["kind"] == "promote")
+        .expect("promote");
+    assert_eq!(promote["reason"]["code"], "standby_handover");
+    assert_eq!(promote["reason"]["caller"], "loop-1");
+    assert_eq!(promote["job_id"], first["id"]);
+    let assigns: Vec<&Value> = events.iter().filter(|e| e["kind"] == "assign").collect();
+    assert_eq!(assigns[0]["reason"]["source"], "standby");
+    assert_eq!(assigns[1]["reason"]["code"], "warm_affinity");
+    assert_eq!(assigns[1]["job_id"], again["id"]);
+    assert!(
+        assigns[1]["reason"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("loop-1")
+    );
+
+    // Another tenant sees neither the pod nor tenant A's callers.
+    let (s, v) = pod_events(&app, &b.key, &pod).await;
+    assert_eq!((s, v["code"].as_str()), (404, Some("not_found")));
+    let (s, _) = pod_events(&app, &a.key, "pod-unknown").await;
+    assert_eq!(s, 404);
+    let pb = pool(&app, &b.key, "cpu-small").await;
+    assert_eq!(pb["callers"], json!([]));
+    assert_eq!(pb["pods"]["warm"], 2, "aggregate counts are shared: {pb}");
+    let (s, all) = app.get(&b.key, "/v1/pools").await;
+    assert_eq!(s, 200);
+    let names: Vec<&str> = all["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cpu-net", "cpu-small"]);
+    assert!(all.to_string().find("loop-1").is_none());
+    let (s, _) = app.get(&a.key, "/v1/pools/no-such-profile").await;
+    assert_eq!(s, 404);
+
+    // Metrics count the jobs by source.
+    let (s, text) = app.get_text("/metrics").await;
+    assert_eq!(s, 200);
+    let m = parse_metrics(&text);
+    let get = |k: &str| {
+        m.get(k)
+            .copied()
+            .unwrap_or_else(|| panic!("no {k} in\n{text}"))
+    };
+    assert_eq!(
+        get(r#"hearth_jobs_started_total{profile="cpu-small",source="standby"}"#),
+        2.0
+    );
+    assert_eq!(
+        get(r#"hearth_jobs_started_total{profile="cpu-small",source="warm"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(r#"hearth_job_start_seconds_count{profile="cpu-small",source="standby"}"#),
+        2.0
+    );
+    assert_eq!(
+        get(r#"hearth_job_start_seconds_bucket{profile="cpu-small",source="warm",le="+Inf"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(r#"hearth_jobs_finished_total{profile="cpu-small",state="succeeded"}"#),
+        3.0
+    );
+    assert_eq!(get(r#"hearth_queue_depth{profile="cpu-small"}"#), 0.0);
+    assert!(get(r#"hearth_pods{profile="cpu-small",state="warm"}"#) >= 1.0);
+    get(r#"hearth_gpu_seconds_held_total{profile="cpu-small",state="standby"}"#);
+}
+
+#[tokio::test]
+async fn a_warm_pod_is_released_after_its_keep_alive() {
+    let mut config = config();
+    config.keep_alive_max_s = 1.0;
+    let app = spawn_app_with(config).await;
+    let t = app.create_tenant("quiet").await;
+    let (_, first) = app.submit(&t.key, &quick("q"), Some(60.0)).await;
+    assert_eq!(first["source"], "cold", "{first}");
+    let pod = first["pods"][0].as_str().unwrap().to_owned();
+    let p = pool(&app, &t.key, "cpu-small").await;
+    assert_eq!(p["callers"][0]["keep_alive_ms"], 1000, "{p}");
+
+    eventually("the warm pod released", async || {
+        let p = pool(&app, &t.key, "cpu-small").await;
+        (p["pods"]["warm"] == 0 && p["pods"]["draining"] == 0).then_some(())
+    })
+    .await;
+    let (_, next) = app.submit(&t.key, &quick("q"), Some(60.0)).await;
+    assert_eq!(next["source"], "cold", "{next}");
+    assert_ne!(next["pods"][0], pod.as_str());
+
+    let events = eventually("the release recorded", async || {
+        let (_, v) = pod_events(&app, &t.key, &pod).await;
+        let events = v["events"].as_array().cloned().unwrap_or_default();
+        events.iter().any(|e| e["kind"] == "gone").then_some(events)
+    })
+    .await;
+    let release = events
+        .iter()
+        .find(|e| e["kind"] == "release")
+        .expect("release");
+    assert_eq!(release["reason"]["code"], "keep_alive_expired");
+    assert_eq!(release["reason"]["caller"], "q");
+    assert_eq!(release["reason"]["keep_alive_ms"], 1000);
+}
+
+#[tokio::test]
+async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
+    let dir = state_dir();
+    let profiles = dir.join("profiles.json");
+    std::fs::write(
+        &profiles,
+        json!([
+            {"name": "cpu-small"},
+            {"name": "gpu-one", "gpus": 1, "max_pods": 4}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut config = config();
+    config.profiles = Some(profiles);
+    config.gpus = Some(2);
+    let app = spawn_app_with(config).await;
+    let t = app.create_tenant("budgeted").await;
+    let path = format!("/v1/admin/tenants/{}/budgets", t.tenant_id);
+
+    let p = pool(&app, &t.key, "gpu-one").await;
+    assert_eq!(p["gpus"]["inventory"], 2);
+    assert_eq!(p["gpus"]["kind"], "accounting-only");
+    assert_eq!(p["tenant"]["ceiling_gpus"], Value::Null);
+
+    // A job on an accounting-only GPU, whose pod then stays warm holding it.
+    let mut job = quick("g");
+    job["profile"] = json!("gpu-one");
+    job["command"] = json!(["sh", "-c", "echo ${CUDA_VISIBLE_DEVICES:-none}"]);
+    let (_, done) = app.submit(&t.key, &job, Some(60.0)).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(
+        done["stdout"], "none\n",
+        "accounting-only GPUs have no devices"
+    );
+    let p = pool(&app, &t.key, "gpu-one").await;
+    assert_eq!(p["gpus"]["held_gpus"]["warm"], 1.0, "{p}");
+    assert_eq!(p["tenant"]["warm_gpus"], 1.0);
+    assert!(p["budget"]["budget_gpus"].as_f64().unwrap() >= 1.0, "{p}");
+
+    // A gang bigger than the inventory can never be placed.
+    let mut big = job.clone();
+    big["kind"] = json!("rollout");
+    big["topology"] = json!({"pods": 3});
+    let (_, v) = app.submit(&t.key, &big, Some(60.0)).await;
+    assert_eq!(
+        (v["state"].as_str(), v["error"]["code"].as_str()),
+        (Some("failed"), Some("unplaceable")),
+        "{v}"
+    );
+
+    // Bad budgets change nothing.
+    let body = json!({"floor_gpus": 0, "ceiling_gpus": 0});
+    let (s, _) = app.put(&t.key, &format!("{path}/gpu-one"), &body).await;
+    assert_eq!(s, 401);
+    for (bad, code) in [
+        (
+            json!({"floor_gpus": 2, "ceiling_gpus": 1}),
+            "validation_failed",
+        ),
+        (
+            json!({"floor_gpus": 0, "ceiling_gpus": 0.3}),
+            "validation_failed",
+        ),
+        (
+            json!({"floor_gpus": -1, "ceiling_gpus": 1}),
+            "validation_failed",
+        ),
+    ] {
+        let (s, v) = app.put(ADMIN_TOKEN, &format!("{path}/gpu-one"), &bad).await;
+        assert_eq!((s, v["code"].as_str()), (422, Some(code)), "{bad}: {v}");
+    }
+    let (s, v) = app.put(ADMIN_TOKEN, &format!("{path}/nope"), &body).await;
+    assert_eq!((s, v["code"].as_str()), (422, Some("unknown_profile")));
+    let ghost = format!("/v1/admin/tenants/{}/budgets", uuid::Uuid::new_v4());
+    let (s, _) = app
+        .put(ADMIN_TOKEN, &format!("{ghost}/gpu-one"), &body)
+        .await;
+    assert_eq!(s, 404);
+    let (s, v) = app.get(ADMIN_TOKEN, &path).await;
+    assert_eq!((s, v), (200, json!([])));
+
+    // A ceiling of zero: the tenant's warm pod is released at once.
+    let (s, v) = app
+        .put(ADMIN_TOKEN, &format!("{path}/gpu-one"), &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        (v["profile"].as_str(), v["ceiling_gpus"].as_f64()),
+        (Some("gpu-one"), Some(0.0))
+    );
+    let (s, v) = app.get(ADMIN_TOKEN, &path).await;
+    assert_eq!(s, 200);
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    let p = eventually("the warm GPU pod released", async || {
+        let p = pool(&app, &t.key, "gpu-one").await;
+        (p["pods"]["warm"] == 0 && p["pods"]["draining"] == 0).then_some(p)
+    })
+    .await;
+    assert_eq!(p["tenant"]["ceiling_gpus"], 0.0);
+    assert_eq!(p["gpus"]["held_gpus"]["warm"], 0.0);
+    let pod = done["pods"][0].as_str().unwrap();
+    let events = eventually("the release recorded", async || {
+        let (_, v) = pod_events(&app, &t.key, pod).await;
+        let events = v["events"].as_array().cloned().unwrap_or_default();
+        events
+            .iter()
+            .any(|e| e["kind"] == "release")
+            .then_some(events)
+    })
+    .await;
+    let release = events.iter().find(|e| e["kind"] == "release").unwrap();
+    assert_eq!(release["reason"]["code"], "over_tenant_budget");
+    assert_eq!(release["reason"]["tenant"], t.tenant_id.as_str());
+
+    let (_, text) = app.get_text("/metrics").await;
+    let m = parse_metrics(&text);
+    assert!(m[r#"hearth_pool_budget_gpus{profile="gpu-one"}"#] >= 0.0);
+    assert!(m[r#"hearth_gpu_seconds_held_total{profile="gpu-one",state="active"}"#] > 0.0);
+    assert_eq!(
+        m[r#"hearth_jobs_finished_total{profile="gpu-one",state="failed"}"#],
+        1.0
+    );
+}
