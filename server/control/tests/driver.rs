@@ -1,0 +1,121 @@
+//! The driver end to end on a virtual clock: a small generated swarm through
+//! the compactor and the CPU batch executor, checked for completeness,
+//! ordering, session state and the share inequalities.
+
+use std::collections::HashMap;
+
+use hearth_control::compactor::{Config, FallbackReason};
+use hearth_control::driver::{Path, replay};
+use hearth_control::{
+    CpuExecutor, Driver, DriverConfig, Executor as _, Task, accounting, cpu, swarm,
+};
+
+fn run(
+    eager: bool,
+) -> (
+    Vec<swarm::Params>,
+    Vec<hearth_control::Completed>,
+    Vec<hearth_control::driver::Arrival>,
+    hearth_control::Program,
+) {
+    let program = swarm::policy();
+    let mut driver = Driver::new(
+        DriverConfig {
+            compactor: Config {
+                max_batch: 256,
+                launch_cost_ns: 2_000_000,
+                eager,
+            },
+            verify: true,
+        },
+        CpuExecutor::new(),
+    );
+    let keys = driver.register(program.clone(), |_| Some(32));
+    let params = swarm::Params {
+        sessions: 5_000,
+        duration_ns: 1_000_000_000,
+        mean_think_ns: 1e9,
+        seed: 11,
+        ..swarm::Params::default()
+    };
+    let arrivals = swarm::generate(&params, &keys);
+    let done = replay(&mut driver, arrivals.clone()).unwrap();
+    assert_eq!(driver.executor().kind(), hearth_control::ExecutorKind::Cpu);
+    (vec![params], done, arrivals, program)
+}
+
+#[test]
+fn every_event_runs_once_in_session_order_with_consistent_state() {
+    for eager in [false, true] {
+        let (_, done, arrivals, program) = run(eager);
+        assert_eq!(done.len(), arrivals.len());
+        let mut seen: Vec<u64> = done.iter().map(|c| c.record.event).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (1..=arrivals.len() as u64).collect::<Vec<_>>());
+        // Replaying each session's events alone, in completion order, gives the same outcomes.
+        let mut state: HashMap<u64, [u32; 16]> = HashMap::new();
+        for c in &done {
+            let a = &arrivals[(c.record.event - 1) as usize];
+            let route = program.route_by_id(program.routes()[usize::from(c.outcome.route)].id());
+            assert!(route.is_some());
+            let s = state.entry(c.session).or_insert_with(|| program.init());
+            let start = (a.route.0) as u16; // one program registered: key index = route index
+            let out = cpu::run_scalar(
+                &program,
+                &[Task {
+                    route: start,
+                    state: *s,
+                    input: a.input,
+                }],
+            )[0];
+            assert_eq!(out, c.outcome, "event {}", c.record.event);
+            *s = out.state;
+            assert!(c.record.launch_ns >= c.record.release_ns);
+            assert!(c.record.done_ns >= c.record.launch_ns);
+        }
+    }
+}
+
+#[test]
+fn achieved_share_is_bounded_by_the_optimum_and_fallbacks_are_on_time() {
+    let (params, done, _, _) = run(false);
+    let records: Vec<_> = done.iter().map(|c| c.record).collect();
+    let s = accounting::stats(&records, params[0].delta_ns as i64, |_| 32).unwrap();
+    assert!(
+        s.fixed <= s.exact + 1e-12 && s.exact <= s.upper + 1e-12,
+        "{s:?}"
+    );
+    assert!(s.achieved <= s.exact + 1e-12, "{s:?}");
+    assert!(s.achieved > 0.5 * s.exact, "{s:?}");
+    assert_eq!(s.late_fallbacks, 0, "{s:?}");
+    assert!(s.batches > 0);
+    let batched = records.iter().filter(|r| r.path == Path::Batch).count() as f64;
+    assert!((s.fallback_share - (1.0 - batched / records.len() as f64)).abs() < 1e-12);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.path != Path::Fallback(FallbackReason::NoBatch))
+    );
+}
+
+#[test]
+fn routes_without_k_run_on_the_cpu_and_count_zero() {
+    let program = swarm::policy();
+    let mut driver = Driver::new(
+        DriverConfig::default(),
+        CpuExecutor::with_note("no CUDA driver"),
+    );
+    assert_eq!(driver.executor().status(), "cpu (no CUDA driver)");
+    let keys = driver.register(program, |_| None);
+    let c = driver.submit(0, 1, keys[0], &[1, 2], 10).unwrap();
+    let done = driver.advance(0);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].record.event, c);
+    assert_eq!(done[0].record.path, Path::Fallback(FallbackReason::NoBatch));
+    let s = accounting::stats(&[done[0].record], 50, |_| 1).unwrap();
+    assert_eq!(s.achieved, 0.0);
+    assert!(
+        driver.submit(0, 1, keys[0], &[1, 2, 3], 10).is_err(),
+        "input longer than the policy allows"
+    );
+}
