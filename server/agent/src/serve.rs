@@ -2,7 +2,7 @@
 //! request of each, and answers with frames. Holds the state shared by all
 //! connections ([`Agent`]). It knows the protocol, not how jobs are run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -34,9 +34,15 @@ pub struct Agent {
     /// Running jobs: id -> pid of the sandbox process.
     jobs: Mutex<BTreeMap<u64, u32>>,
     next_job: AtomicU64,
-    /// A sandbox built ahead, waiting for the next job.
-    warm: Mutex<Option<Warm>>,
+    /// Sandboxes built ahead, oldest first, waiting for the next jobs.
+    warm: Mutex<VecDeque<Warm>>,
 }
+
+/// Sandboxes kept built ahead. Building one takes longer than a short job
+/// (mostly the kernel setting up and tearing down namespaces), so a caller
+/// sending jobs back to back would otherwise wait for each; two in the making
+/// keep up with it.
+const PREPARED: usize = 2;
 
 impl Agent {
     pub fn new(args: &Args) -> io::Result<Self> {
@@ -50,22 +56,31 @@ impl Agent {
             run_lock: Mutex::new(()),
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(0),
-            warm: Mutex::new(None),
+            warm: Mutex::new(VecDeque::with_capacity(PREPARED)),
         })
     }
 
-    /// Builds the sandbox of the next job now, while the pod is idle.
+    /// Builds sandboxes for the next jobs now, while the pod is idle, until
+    /// [`PREPARED`] are waiting.
     pub fn prewarm(&self) {
         let mut warm = lock(&self.warm);
-        if warm.as_mut().is_some_and(Warm::is_alive) {
-            return;
+        let mut alive = VecDeque::with_capacity(PREPARED);
+        for mut w in warm.drain(..) {
+            if w.is_alive() {
+                alive.push_back(w);
+            } else {
+                w.discard();
+            }
         }
-        if let Some(dead) = warm.take() {
-            dead.discard();
-        }
-        match self.sandbox.prepare(&self.layout) {
-            Ok(prepared) => *warm = Some(prepared),
-            Err(e) => eprintln!("hearth-agent: cannot prepare a sandbox: {e}"),
+        *warm = alive;
+        while warm.len() < PREPARED {
+            match self.sandbox.prepare(&self.layout) {
+                Ok(prepared) => warm.push_back(prepared),
+                Err(e) => {
+                    eprintln!("hearth-agent: cannot prepare a sandbox: {e}");
+                    break;
+                }
+            }
         }
     }
 
@@ -80,15 +95,16 @@ impl Agent {
         }
     }
 
-    /// The sandbox built ahead, if any.
+    /// The oldest sandbox built ahead (the likeliest to be ready), if any.
     pub fn take_warm(&self) -> Option<Warm> {
-        lock(&self.warm).take()
+        lock(&self.warm).pop_front()
     }
 
     /// Ends the sandbox built ahead (before the pod's cgroups are swept, or
     /// the pod is wiped).
     pub fn discard_warm(&self) {
-        if let Some(warm) = self.take_warm() {
+        let all: Vec<Warm> = lock(&self.warm).drain(..).collect();
+        for warm in all {
             warm.discard();
         }
     }
