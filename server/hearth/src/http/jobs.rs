@@ -256,7 +256,26 @@ async fn create_job(
     let row = match inserted {
         Inserted::New(row) => {
             tracing::info!(job_id = %row.job_id, kind = %row.kind, "job accepted");
+            // Watch before handing the job over, so that even a job ending at
+            // once is seen, and the row just written need not be read back.
+            state.hub.open(row.job_id);
+            let watch = state.hub.subscribe(row.job_id);
             state.scheduler.submit(&row);
+            if let (false, Some(mut rx)) = (wait.is_zero(), watch) {
+                let deadline = tokio::time::Instant::now() + wait;
+                loop {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Ok(JobEvent::Done(done))) => return Ok(respond(&done)),
+                        Ok(Ok(_) | Err(RecvError::Lagged(_))) => {}
+                        // Re-queued elsewhere, or out of time: the store
+                        // says how the job stands.
+                        Ok(Err(RecvError::Closed)) | Err(_) => break,
+                    }
+                }
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let row = wait_for(&state, tenant.tenant_id, row.job_id, left).await?;
+                return Ok(respond(&row));
+            }
             row
         }
         Inserted::Existing(row) => row,

@@ -427,6 +427,7 @@ impl Scheduler {
         let mut exits: Vec<Option<Frame>> = vec![None; pods.len()];
         let mut agent_error: Option<(String, String, String)> = None;
         let mut was_cancelled = false;
+        let mut recording_start: Option<tokio::task::JoinHandle<()>> = None;
         let mut lost_reason: Option<String> = None;
         let stop_all = |why: &str, tx: &watch::Sender<bool>| {
             tracing::debug!(job_id = %job.job_id, why, "stopping all ranks");
@@ -452,10 +453,16 @@ impl Scheduler {
                             if bound == world {
                                 let start_s = (queued_ms + acquire_ms + bind_ms) / 1000.0;
                                 self.inner.metrics.job_started(&placement.profile, placement.source, start_s);
-                                match hearth_store::job::start(&self.inner.relaxed, job.job_id, acquire_ms, bind_ms).await {
-                                    Ok(_) => self.inner.hub.publish(job.job_id, JobEvent::State(State::Running)),
-                                    Err(e) => tracing::error!(job_id = %job.job_id, error = %e, "recording the start failed"),
-                                }
+                                // Off the frame loop: the job's lines and end
+                                // need not wait for the row; the end waits
+                                // for it below, so states stay in order.
+                                let (this, job_id) = (self.clone(), job.job_id);
+                                recording_start = Some(tokio::spawn(async move {
+                                    match hearth_store::job::start(&this.inner.relaxed, job_id, acquire_ms, bind_ms).await {
+                                        Ok(_) => this.inner.hub.publish(job_id, JobEvent::State(State::Running)),
+                                        Err(e) => tracing::error!(%job_id, error = %e, "recording the start failed"),
+                                    }
+                                }));
                             }
                         }
                         Frame::Line { stream, line } => {
@@ -493,6 +500,9 @@ impl Scheduler {
             }
         }
 
+        if let Some(task) = recording_start {
+            let _ = task.await;
+        }
         if let Some(reason) = lost_reason {
             if was_cancelled {
                 return Ending::Done {
