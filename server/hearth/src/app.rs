@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::Authenticator;
 use crate::config::Config;
+use crate::control::Control;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::scheduler::{Gpus, Scheduler, Settings};
@@ -37,6 +38,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// The pools' GPU inventory.
     pub gpus: Gpus,
+    /// The control endpoint's engine.
+    pub control: Arc<Control>,
 }
 
 impl Deref for AppState {
@@ -73,14 +76,30 @@ pub struct Running {
     pub state: AppState,
     pub server: tokio::task::JoinHandle<std::io::Result<()>>,
     pub scheduler: tokio::task::JoinHandle<()>,
+    /// The control endpoint's periodic session snapshots.
+    pub snapshots: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
     /// Stops serving and scheduling (the process's pods stay until the runtime
-    /// is dropped or the next start removes them).
+    /// is dropped or the next start removes them). Control sessions changed
+    /// since the last periodic snapshot are not written: see [`Running::shutdown`].
     pub fn abort(&self) {
         self.server.abort();
         self.scheduler.abort();
+        self.snapshots.abort();
+    }
+
+    /// Stops like [`Running::abort`], then runs the control events still
+    /// queued and writes every changed control session to the store.
+    ///
+    /// # Errors
+    /// The final snapshot could not be written.
+    pub async fn shutdown(&self) -> anyhow::Result<()> {
+        self.abort();
+        let n = self.state.control.shutdown(&self.state.db).await?;
+        tracing::info!(sessions = n, "control sessions written");
+        Ok(())
     }
 }
 
@@ -117,6 +136,17 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         },
         metrics.clone(),
     )?;
+    let (control_settings, default_k) = config.control_settings()?;
+    let control = Arc::new(Control::start(
+        control_settings,
+        default_k,
+        crate::control::executor(),
+    )?);
+    let restored = control.restore(&db).await?;
+    if restored > 0 {
+        tracing::info!(policies = restored, "control sessions restored");
+    }
+    let snapshot_every = Duration::from_secs_f64(config.control_snapshot_s);
     let state = AppState(Arc::new(Shared {
         auth: Authenticator::new(&config)?,
         limits: config.limits(),
@@ -127,12 +157,14 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         scheduler: scheduler.clone(),
         metrics,
         gpus,
+        control: control.clone(),
         config,
     }));
     let listener = TcpListener::bind(state.config.listen).await?;
     let addr = listener.local_addr()?;
     let app = router(state.clone());
     let scheduler = tokio::spawn(scheduler.run());
+    let snapshots = tokio::spawn(control.snapshot_every(state.db.clone(), snapshot_every));
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     tracing::info!(%addr, "listening");
     Ok(Running {
@@ -140,6 +172,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         state,
         server,
         scheduler,
+        snapshots,
     })
 }
 

@@ -1,4 +1,5 @@
-//! The `hearth` command line: `serve`, `migrate`, `tenant`, `openapi`, `analyze`, `simulate`.
+//! The `hearth` command line: `serve`, `migrate`, `tenant`, `openapi`, `analyze`,
+//! `simulate`, `control calibrate`.
 
 use std::sync::Arc;
 
@@ -49,6 +50,46 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Replay a closed-loop job trace through pool policies on a virtual clock.
     Simulate(SimulateArgs),
+    /// Tools of the ready-cohort control endpoint.
+    Control {
+        #[command(subcommand)]
+        command: ControlCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ControlCommand {
+    /// Measure the cost of a batch per route on the active executor against
+    /// the CPU path for batch sizes 8..1024 and choose K_r: the smallest size
+    /// from which every larger tested size wins by at least 15 %.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// The policy (JSON, as registered with `POST /v1/control/policies`).
+    #[arg(long)]
+    pub policy: std::path::PathBuf,
+    /// Repetitions per size (the median counts).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Seed of the random states and inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object per route.
+    #[arg(long)]
+    pub json: bool,
+    /// Store the chosen K_r for this tenant (by name); the service uses it
+    /// when it next loads the policy.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Postgres connection URL (with `--tenant`).
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/hearth"
+    )]
+    pub database_url: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -211,6 +252,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Analyze(args) => analyze(args)?,
         Command::Simulate(args) => simulate(args)?,
+        Command::Control {
+            command: ControlCommand::Calibrate(args),
+        } => calibrate(args).await?,
         Command::Migrate(db) => {
             init_tracing(LogFormat::Text);
             hearth_store::connect(&db.database_url, true, 2).await?;
@@ -230,7 +274,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 r = terminate() => r?,
             }
             tracing::info!("shutting down");
-            running.abort();
+            if let Err(e) = running.shutdown().await {
+                tracing::error!(error = %e, "control sessions not written at shutdown");
+            }
             // Jobs still running are re-queued by the next start.
             let _ = hearth_runtime::Runtime::remove_orphans(&*runtime).await;
         }
@@ -418,6 +464,81 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
         if !text.ends_with('\n') {
             writeln!(out)?;
         }
+    }
+    Ok(())
+}
+
+async fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = std::fs::read_to_string(&args.policy)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", args.policy.display()))?;
+    let program = hearth_control::Program::from_json(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.policy.display()))?;
+    anyhow::ensure!(args.reps >= 1, "--reps must be at least 1");
+    let mut executor = crate::control::executor();
+    eprintln!("calibrating on {}", executor.status());
+    let calibrations =
+        hearth_control::calibrate::calibrate(&mut *executor, &program, args.reps, args.seed)?;
+    let mut out = std::io::stdout().lock();
+    for (route, cal) in program.routes().iter().zip(&calibrations) {
+        if args.json {
+            let line = serde_json::json!({
+                "policy": program.name(),
+                "version": program.version(),
+                "name": route.name(),
+                "route_id": cal.route,
+                "executor": cal.executor,
+                "k": cal.k,
+                "timings": cal.timings,
+            });
+            writeln!(out, "{line}")?;
+            continue;
+        }
+        writeln!(
+            out,
+            "route {} ({}) on {}",
+            route.name(),
+            cal.route,
+            cal.executor
+        )?;
+        writeln!(
+            out,
+            "  {:>6}  {:>12}  {:>12}  {:>7}",
+            "size", "batch ns", "cpu ns", "win %"
+        )?;
+        for t in &cal.timings {
+            let win = if t.cpu_ns > 0.0 {
+                (1.0 - t.batch_ns / t.cpu_ns) * 100.0
+            } else {
+                0.0
+            };
+            writeln!(
+                out,
+                "  {:>6}  {:>12.0}  {:>12.0}  {:>7.1}",
+                t.size, t.batch_ns, t.cpu_ns, win
+            )?;
+        }
+        match cal.k {
+            Some(k) => writeln!(out, "  K_r = {k}")?,
+            None => writeln!(
+                out,
+                "  K_r = none (no suffix of sizes wins by 15 %: CPU path only)"
+            )?,
+        }
+    }
+    drop(out);
+    if let Some(tenant) = &args.tenant {
+        let pool = hearth_store::connect(&args.database_url, true, 2).await?;
+        let t = tenant_by_name(&pool, tenant).await?;
+        for cal in &calibrations {
+            let k = cal.k.map(i32::try_from).transpose()?;
+            hearth_store::control::put_route_k(&pool, t.tenant_id, &cal.route, k, &cal.executor)
+                .await?;
+        }
+        eprintln!(
+            "stored K_r of {} routes for tenant {tenant}",
+            calibrations.len()
+        );
     }
     Ok(())
 }

@@ -174,6 +174,56 @@ pub struct Config {
     /// whose devices each pod gets through `CUDA_VISIBLE_DEVICES`, else none.
     #[arg(long, env = "HEARTH_GPUS")]
     pub gpus: Option<u32>,
+
+    /// Control endpoint: launch deadline of an event without `deadline_ms`,
+    /// in milliseconds (also δ, the window of F in the live accounting).
+    #[arg(long, env = "HEARTH_CONTROL_DEADLINE_MS", default_value_t = 50.0)]
+    pub control_deadline_ms: f64,
+
+    /// Control endpoint: longest `deadline_ms` an event may ask for.
+    #[arg(
+        long,
+        env = "HEARTH_CONTROL_MAX_DEADLINE_MS",
+        default_value_t = 60_000.0
+    )]
+    pub control_max_deadline_ms: f64,
+
+    /// Control endpoint: K_r of routes without a calibration (`hearth control
+    /// calibrate --tenant`); 0 runs uncalibrated routes on the CPU path only.
+    #[arg(long, env = "HEARTH_CONTROL_K", default_value_t = 256)]
+    pub control_k: u32,
+
+    /// Control endpoint: most events per batch (B).
+    #[arg(long, env = "HEARTH_CONTROL_MAX_BATCH", default_value_t = 1024)]
+    pub control_max_batch: usize,
+
+    /// Control endpoint: lead time before a deadline at which the compactor
+    /// launches (or falls back), in microseconds; covers launch latency.
+    #[arg(long, env = "HEARTH_CONTROL_LAUNCH_COST_US", default_value_t = 1000)]
+    pub control_launch_cost_us: u64,
+
+    /// Control endpoint: launch as soon as K_r events are queued instead of
+    /// as late as the earliest deadline allows.
+    #[arg(long, env = "HEARTH_CONTROL_EAGER")]
+    pub control_eager: bool,
+
+    /// Control endpoint: recompute every non-CPU batch on the CPU and compare
+    /// (marks `exact`; a mismatch is answered with the CPU outcome).
+    #[arg(long, env = "HEARTH_CONTROL_VERIFY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub control_verify: bool,
+
+    /// Control endpoint: seconds between snapshots of changed sessions to
+    /// Postgres (they are also written at shutdown).
+    #[arg(long, env = "HEARTH_CONTROL_SNAPSHOT_S", default_value_t = 5.0)]
+    pub control_snapshot_s: f64,
+
+    /// Control endpoint: most events in one `POST /v1/control/events`.
+    #[arg(long, env = "HEARTH_CONTROL_MAX_EVENTS", default_value_t = 10_000)]
+    pub control_max_events: usize,
+
+    /// Control endpoint: event records kept per tenant for `/v1/control/stats`.
+    #[arg(long, env = "HEARTH_CONTROL_RECORDS", default_value_t = 1_000_000)]
+    pub control_records: usize,
 }
 
 impl Config {
@@ -225,6 +275,47 @@ impl Config {
             )?,
             gpus,
         })
+    }
+
+    /// The control engine's settings and the default K_r.
+    pub fn control_settings(&self) -> anyhow::Result<(crate::control::Settings, Option<u32>)> {
+        let ms_ok = |name: &str, ms: f64| {
+            anyhow::ensure!(
+                ms.is_finite() && ms > 0.0,
+                "{name} must be a positive number of milliseconds"
+            );
+            Ok(())
+        };
+        ms_ok("--control-deadline-ms", self.control_deadline_ms)?;
+        ms_ok("--control-max-deadline-ms", self.control_max_deadline_ms)?;
+        anyhow::ensure!(
+            self.control_deadline_ms <= self.control_max_deadline_ms,
+            "--control-deadline-ms must not exceed --control-max-deadline-ms"
+        );
+        anyhow::ensure!(
+            self.control_snapshot_s.is_finite() && self.control_snapshot_s > 0.0,
+            "--control-snapshot-s must be a positive number of seconds"
+        );
+        anyhow::ensure!(
+            self.control_max_batch >= 1,
+            "--control-max-batch must be at least 1"
+        );
+        anyhow::ensure!(
+            self.control_max_events >= 1,
+            "--control-max-events must be at least 1"
+        );
+        let settings = crate::control::Settings {
+            driver: hearth_control::DriverConfig {
+                compactor: hearth_control::compactor::Config {
+                    max_batch: self.control_max_batch,
+                    launch_cost_ns: self.control_launch_cost_us.saturating_mul(1000),
+                    eager: self.control_eager,
+                },
+                verify: self.control_verify,
+            },
+            records: self.control_records,
+        };
+        Ok((settings, (self.control_k > 0).then_some(self.control_k)))
     }
 
     /// The submission limits this configuration implies.

@@ -14,6 +14,7 @@
 //! | `validation_failed` | 422 | fields failed validation (`details` lists them) |
 //! | `unknown_profile` | 422 | the job names a profile this service does not have |
 //! | `unknown_bundle` | 422 | the job names a bundle this tenant did not upload |
+//! | `invalid_policy` | 422 | a control policy failed validation (the message says where) |
 //! | `unavailable` | 503 | a dependency (database) is unavailable; retry |
 //! | `internal` | 500 | a bug; the cause is logged, never returned |
 
@@ -62,6 +63,8 @@ pub enum ApiError {
     UnknownProfile(String),
     #[error("unknown bundle `{0}`; upload it with POST /v1/bundles")]
     UnknownBundle(String),
+    #[error("{0}")]
+    InvalidPolicy(String),
     #[error("service temporarily unavailable")]
     Unavailable(#[source] anyhow::Error),
     #[error("internal error")]
@@ -83,6 +86,7 @@ impl ApiError {
             ApiError::Validation(_) => "validation_failed",
             ApiError::UnknownProfile(_) => "unknown_profile",
             ApiError::UnknownBundle(_) => "unknown_bundle",
+            ApiError::InvalidPolicy(_) => "invalid_policy",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -99,9 +103,10 @@ impl ApiError {
             }
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Validation(_) | ApiError::UnknownProfile(_) | ApiError::UnknownBundle(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            ApiError::Validation(_)
+            | ApiError::UnknownProfile(_)
+            | ApiError::UnknownBundle(_)
+            | ApiError::InvalidPolicy(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -140,6 +145,12 @@ impl From<hearth_store::Error> for ApiError {
             ) => ApiError::Unavailable(anyhow::Error::new(e)),
             other => ApiError::Internal(anyhow::Error::new(other)),
         }
+    }
+}
+
+impl From<crate::control::Stopped> for ApiError {
+    fn from(e: crate::control::Stopped) -> Self {
+        ApiError::Unavailable(e.into())
     }
 }
 

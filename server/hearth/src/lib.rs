@@ -4,12 +4,14 @@
 //! Layout: [`config`] (flags and environment), [`app`] (state, router, serve),
 //! [`http`] (one module per resource), [`auth`] (API keys, JWTs, admin token),
 //! [`scheduler`] (drives the pool policy, runs jobs), [`hub`] (live job events),
-//! [`metrics`] (Prometheus), [`error`] (the HTTP error table).
+//! [`control`] (the ready-cohort control engine), [`metrics`] (Prometheus),
+//! [`error`] (the HTTP error table).
 
 pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod control;
 pub mod error;
 pub mod http;
 pub mod hub;

@@ -1,5 +1,6 @@
 //! Hearth's Postgres store: the source of truth for tenants, keys, bundles,
-//! jobs, pool budgets and the record of pool decisions.
+//! jobs, pool budgets, the record of pool decisions and the control
+//! endpoint's policies, session snapshots and calibrated batch sizes.
 //!
 //! Functions take an executor (`impl PgExecutor`) so that callers own the
 //! transaction. Every tenant-owned query filters on `tenant_id`. All state
@@ -12,6 +13,7 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub mod budget;
 pub mod bundle;
+pub mod control;
 pub mod job;
 pub mod pod_event;
 pub mod tenant;

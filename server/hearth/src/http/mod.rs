@@ -10,6 +10,7 @@ use crate::app::AppState;
 
 pub mod admin;
 pub mod bundles;
+pub mod control;
 pub mod extract;
 pub mod health;
 pub mod jobs;
@@ -34,6 +35,7 @@ pub mod profiles;
         (name = "profiles", description = "Hardware profiles and the runtime's isolation"),
         (name = "pools", description = "Pools of pods per profile: standby, warm pods, GPU shares, budgets, keep-alive"),
         (name = "pods", description = "Why each pod was started, promoted, assigned and released"),
+        (name = "control", description = "Ready-cohort control: versioned policies, events batched per route by deadline, sessions, live A, R_A, F, P*, U"),
         (name = "admin", description = "Tenants, API keys and pool budgets (admin token)"),
         (name = "health", description = "Liveness and metrics"),
     )
@@ -67,6 +69,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(profiles::router())
         .merge(pools::router())
         .merge(pods::router())
+        .merge(control::router())
         .merge(metrics::router())
         .merge(admin::router())
         .merge(health::router())

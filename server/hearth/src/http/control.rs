@@ -1,0 +1,804 @@
+//! The ready-cohort control endpoint: register versioned policies, post
+//! events (answered when they ran, optionally streamed as NDJSON), create and
+//! read sessions, and the live accounting of the tenant's own event log. The
+//! engine and the store behind it are [`crate::control`]'s.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use hearth_control::driver::Path as RunPath;
+use hearth_control::policy::{MAX_REGISTERS, Regs};
+use hearth_control::{ExecutorKind, Program, Spec, accounting};
+use hearth_core::validate::FieldError;
+use hearth_store::control::NewPolicy;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::Tenant;
+use crate::control::{Done, Event, Policy, SessionState};
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::extract::{Json, Path, Query};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_policy, list_policies))
+        .routes(routes!(get_policy))
+        .routes(routes!(create_events))
+        .routes(routes!(create_session))
+        .routes(routes!(get_session))
+        .routes(routes!(get_control_stats))
+        .routes(routes!(get_control_status))
+}
+
+/// Longest session name, in bytes.
+const MAX_SESSION: usize = 128;
+/// Most field errors listed in one 422.
+const MAX_DETAILS: usize = 50;
+/// Longest stats window.
+const MAX_WINDOW_S: f64 = 86_400.0;
+
+/// One executable route of a policy.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyRouteResponse {
+    pub name: String,
+    /// Executable route id: SHA-256 (hex) of the body, state schema and version.
+    pub route_id: String,
+    /// Smallest batch (`K_r`); null: no batch wins on this machine, every
+    /// event of the route runs on the CPU path.
+    pub k: Option<u32>,
+    /// Whether `k` was measured by `hearth control calibrate` (else the default).
+    pub calibrated: bool,
+}
+
+/// A registered control policy.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyResponse {
+    pub policy_id: Uuid,
+    pub name: String,
+    pub version: u32,
+    pub registers: u32,
+    pub inputs: u32,
+    /// H: most observation-free steps one event runs on the executor.
+    pub max_steps: u32,
+    pub routes: Vec<PolicyRouteResponse>,
+    /// The policy as registered (normalised).
+    #[schema(value_type = Object)]
+    pub spec: serde_json::Value,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<&Policy> for PolicyResponse {
+    fn from(p: &Policy) -> Self {
+        PolicyResponse {
+            policy_id: p.policy_id,
+            name: p.program.name().to_owned(),
+            version: p.program.version(),
+            registers: p.program.registers(),
+            inputs: p.program.inputs(),
+            max_steps: p.program.max_steps(),
+            routes: p
+                .routes
+                .iter()
+                .map(|r| PolicyRouteResponse {
+                    name: r.name.clone(),
+                    route_id: r.id.clone(),
+                    k: r.k,
+                    calibrated: r.calibrated,
+                })
+                .collect(),
+            spec: serde_json::to_value(p.program.spec()).unwrap_or_default(),
+            created_at: p.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListPoliciesResponse {
+    /// By name, then version.
+    pub policies: Vec<PolicyResponse>,
+}
+
+async fn load_policy(state: &AppState, tenant_id: Uuid, policy_id: Uuid) -> ApiResult<Arc<Policy>> {
+    match state.control.policy(&state.db, tenant_id, policy_id).await {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err(ApiError::NotFound("policy")),
+        Err(e) => Err(match e.downcast::<hearth_store::Error>() {
+            Ok(e) => e.into(),
+            Err(e) if e.is::<crate::control::Stopped>() => ApiError::Unavailable(e),
+            Err(e) => ApiError::Internal(e),
+        }),
+    }
+}
+
+/// Registers a control policy (the JSON policy language of `hearth_control`:
+/// registers, inputs, init, max_steps, routes with straight-line bodies, an
+/// optional decision). It is validated (bounded lengths, no loops, registers
+/// and inputs in range) and immutable: registering the same name and version
+/// again answers the existing policy (200) if the body is the same, else 409.
+#[utoipa::path(post, path = "/v1/control/policies", tag = "control", operation_id = "create_policy",
+    request_body(content = Object, description = "A control policy, e.g. `hearth_control::EXAMPLE_POLICY`"),
+    responses(
+        (status = 201, description = "Registered", body = PolicyResponse),
+        (status = 200, description = "Already registered with this body", body = PolicyResponse),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 409, description = "`conflict`: this name and version exist with another body", body = ErrorBody),
+        (status = 422, description = "`invalid_policy`", body = ErrorBody),
+    ))]
+async fn create_policy(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Json(body): Json<serde_json::Value>,
+) -> ApiResult<(StatusCode, Json<PolicyResponse>)> {
+    let spec: Spec = serde_json::from_value(body)
+        .map_err(|e| ApiError::InvalidPolicy(format!("policy JSON: {e}")))?;
+    let program = Program::compile(spec).map_err(|e| ApiError::InvalidPolicy(e.to_string()))?;
+    let spec = serde_json::to_value(program.spec()).map_err(|e| ApiError::Internal(e.into()))?;
+    let route_ids: Vec<String> = program.routes().iter().map(|r| r.id().to_owned()).collect();
+    let version = i64::from(program.version());
+    let inserted = hearth_store::control::insert_policy(
+        &state.db,
+        &NewPolicy {
+            tenant_id: tenant.tenant_id,
+            policy_id: Uuid::now_v7(),
+            name: program.name(),
+            version,
+            spec: &spec,
+            route_ids: &route_ids,
+        },
+    )
+    .await?;
+    let (status, policy_id) = match inserted {
+        Some(row) => {
+            tracing::info!(policy_id = %row.policy_id, name = %row.name, version, "control policy registered");
+            (StatusCode::CREATED, row.policy_id)
+        }
+        None => {
+            let row = hearth_store::control::policy_by_version(
+                &state.db,
+                tenant.tenant_id,
+                program.name(),
+                version,
+            )
+            .await?
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("policy vanished after conflict")))?;
+            let same = serde_json::from_value::<Spec>(row.spec).is_ok_and(|s| &s == program.spec());
+            if !same {
+                return Err(ApiError::Conflict(format!(
+                    "policy `{}` version {} is already registered with a different body; \
+                     policies are immutable, register a new version",
+                    program.name(),
+                    program.version()
+                )));
+            }
+            (StatusCode::OK, row.policy_id)
+        }
+    };
+    let policy = load_policy(&state, tenant.tenant_id, policy_id).await?;
+    Ok((status, Json(PolicyResponse::from(&*policy))))
+}
+
+/// This tenant's control policies.
+#[utoipa::path(get, path = "/v1/control/policies", tag = "control", operation_id = "list_policies",
+    responses((status = 200, body = ListPoliciesResponse), (status = 401, body = ErrorBody)))]
+async fn list_policies(
+    State(state): State<AppState>,
+    tenant: Tenant,
+) -> ApiResult<Json<ListPoliciesResponse>> {
+    let rows = hearth_store::control::policies(&state.db, tenant.tenant_id).await?;
+    let mut policies = Vec::with_capacity(rows.len());
+    for row in rows {
+        let p = load_policy(&state, tenant.tenant_id, row.policy_id).await?;
+        policies.push(PolicyResponse::from(&*p));
+    }
+    Ok(Json(ListPoliciesResponse { policies }))
+}
+
+/// A control policy of this tenant.
+#[utoipa::path(get, path = "/v1/control/policies/{policy_id}", tag = "control", operation_id = "get_policy",
+    params(("policy_id" = Uuid, Path)),
+    responses((status = 200, body = PolicyResponse), (status = 404, body = ErrorBody)))]
+async fn get_policy(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(policy_id): Path<Uuid>,
+) -> ApiResult<Json<PolicyResponse>> {
+    let p = load_policy(&state, tenant.tenant_id, policy_id).await?;
+    Ok(Json(PolicyResponse::from(&*p)))
+}
+
+/// One event.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventRequest {
+    /// The policy (`policy_id`).
+    pub policy: Uuid,
+    /// Session name, 1..=128 of `[A-Za-z0-9_.:@-]`; created from the policy's
+    /// `init` on its first event.
+    pub session: String,
+    /// Route name or executable route id; absent: the session's next route
+    /// (as chosen by its last event; the first route for a new session).
+    pub route: Option<String>,
+    /// Input words (at most the policy's `inputs`; missing words read 0).
+    #[serde(default)]
+    pub input: Vec<u32>,
+    /// Launch deadline after arrival, in milliseconds (default: the service's).
+    pub deadline_ms: Option<f64>,
+}
+
+/// One event or an array of them (the array at most the configured count).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum EventsRequest {
+    One(EventRequest),
+    Many(Vec<EventRequest>),
+}
+
+/// A route by name and executable id.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RouteRef {
+    pub name: String,
+    pub route_id: String,
+}
+
+/// An effect descriptor (`emit`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EffectResponse {
+    pub code: u32,
+    pub values: Vec<u32>,
+}
+
+/// How and what one event ran. Times are nanoseconds since the service's
+/// control epoch.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventResult {
+    /// Position of the event in the request.
+    pub index: usize,
+    pub session: String,
+    /// The session's registers after the event.
+    pub state: Vec<u32>,
+    /// The route the event started on.
+    pub ran: RouteRef,
+    /// The session's next route (chosen by the event's last step).
+    pub route: RouteRef,
+    /// The effect of the last step, if it emitted one.
+    pub effect: Option<EffectResponse>,
+    /// Steps of the chain, 1..=max_steps.
+    pub steps: u32,
+    /// Batch id (null on the CPU path).
+    pub batch: Option<u64>,
+    /// Events in its batch (1 on the CPU path).
+    pub batch_size: u32,
+    /// `cpu` or `gpu`.
+    #[schema(value_type = String)]
+    pub executor: ExecutorKind,
+    /// `batch` (on the active executor) or `fallback` (alone on the CPU path).
+    pub path: &'static str,
+    /// Why it fell back: `no_batch`, `deadline`, `session_busy`, `drain`.
+    pub fallback_reason: Option<String>,
+    /// Whether the outcome is the CPU reference's.
+    pub exact: bool,
+    pub release_ns: u64,
+    pub deadline_ns: u64,
+    pub launch_ns: u64,
+    pub done_ns: u64,
+    /// Whether execution started no later than the deadline.
+    pub on_time: bool,
+}
+
+fn route_ref(p: &Policy, i: u16) -> RouteRef {
+    let r = &p.routes[usize::from(i)];
+    RouteRef {
+        name: r.name.clone(),
+        route_id: r.id.clone(),
+    }
+}
+
+impl From<Done> for EventResult {
+    fn from(d: Done) -> Self {
+        let p = &d.policy;
+        let registers = p.program.registers() as usize;
+        let rec = d.record;
+        let (path, fallback_reason) = match rec.path {
+            RunPath::Batch => ("batch", None),
+            RunPath::Fallback(r) => (
+                "fallback",
+                serde_json::to_value(r)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned)),
+            ),
+        };
+        EventResult {
+            index: d.index,
+            state: d.outcome.state[..registers].to_vec(),
+            ran: route_ref(p, d.started_on),
+            route: route_ref(p, d.outcome.route),
+            effect: d.outcome.effect.map(|e| EffectResponse {
+                code: e.code,
+                values: e.values().to_vec(),
+            }),
+            steps: d.outcome.steps,
+            batch: rec.batch,
+            batch_size: rec.batch_size,
+            executor: rec.executor,
+            path,
+            fallback_reason,
+            exact: rec.exact,
+            release_ns: rec.release_ns,
+            deadline_ns: rec.deadline_ns,
+            launch_ns: rec.launch_ns,
+            done_ns: rec.done_ns,
+            on_time: rec.launch_ns <= rec.deadline_ns,
+            session: d.session,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventsResponse {
+    /// One per event, in request order.
+    pub results: Vec<EventResult>,
+}
+
+fn is_session_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_SESSION
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:@-".contains(&b))
+}
+
+fn session_error(field: String) -> FieldError {
+    FieldError {
+        field,
+        message: format!("must be 1..={MAX_SESSION} characters of [A-Za-z0-9_.:@-]"),
+    }
+}
+
+fn push(errors: &mut Vec<FieldError>, field: String, message: String) {
+    if errors.len() < MAX_DETAILS {
+        errors.push(FieldError { field, message });
+    }
+}
+
+/// Checks a policy's input and turns the request into an engine event.
+fn check_event(
+    state: &AppState,
+    at: &str,
+    e: EventRequest,
+    policy: &Arc<Policy>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Event> {
+    let before = errors.len();
+    if !is_session_name(&e.session) {
+        let err = session_error(format!("{at}session"));
+        push(errors, err.field, err.message);
+    }
+    let route = match &e.route {
+        None => None,
+        Some(r) => {
+            let found = policy.route(r);
+            if found.is_none() {
+                let names: Vec<&str> = policy.routes.iter().map(|r| r.name.as_str()).collect();
+                push(
+                    errors,
+                    format!("{at}route"),
+                    format!(
+                        "unknown route `{r}`; policy `{}` has {}",
+                        policy.program.name(),
+                        names.join(", ")
+                    ),
+                );
+            }
+            found
+        }
+    };
+    if e.input.len() > policy.program.inputs() as usize {
+        push(
+            errors,
+            format!("{at}input"),
+            format!(
+                "has {} words; policy `{}` takes at most {}",
+                e.input.len(),
+                policy.program.name(),
+                policy.program.inputs()
+            ),
+        );
+    }
+    let max = state.config.control_max_deadline_ms;
+    let deadline_ms = e.deadline_ms.unwrap_or(state.config.control_deadline_ms);
+    if !(deadline_ms.is_finite() && deadline_ms > 0.0 && deadline_ms <= max) {
+        push(
+            errors,
+            format!("{at}deadline_ms"),
+            format!("must be a number of milliseconds in (0, {max}]"),
+        );
+    }
+    (errors.len() == before).then(|| Event {
+        policy: policy.clone(),
+        session: e.session,
+        route,
+        input: e.input,
+        deadline_ns: (deadline_ms * 1e6).round() as u64,
+    })
+}
+
+fn wants_ndjson(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/x-ndjson"))
+}
+
+/// Posts one event or an array of them and answers when every one has run:
+/// in a batch of at least `K_r` events of its route on the active executor
+/// (launched before the earliest deadline in it), or alone on the CPU path
+/// when its deadline would pass first. Each result gives the new state, the
+/// next route, the effect and how it ran. With `Accept: application/x-ndjson`
+/// the results stream as one JSON line each, in completion order.
+#[utoipa::path(post, path = "/v1/control/events", tag = "control", operation_id = "create_events",
+    request_body = EventsRequest,
+    responses(
+        (status = 200, description = "Every event ran (or `application/x-ndjson`: one `EventResult` per line)", body = EventsResponse),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, description = "No such policy for this tenant", body = ErrorBody),
+        (status = 422, description = "`validation_failed`", body = ErrorBody),
+        (status = 503, body = ErrorBody),
+    ))]
+async fn create_events(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    headers: HeaderMap,
+    Json(body): Json<serde_json::Value>,
+) -> ApiResult<Response> {
+    let (items, single) = match body {
+        serde_json::Value::Array(items) => (items, false),
+        one => (vec![one], true),
+    };
+    let max = state.config.control_max_events;
+    if items.is_empty() || items.len() > max {
+        return Err(ApiError::Validation(vec![FieldError {
+            field: "body".to_owned(),
+            message: format!("must hold 1..={max} events, got {}", items.len()),
+        }]));
+    }
+    let mut errors = Vec::new();
+    let mut parsed = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let at = if single {
+            String::new()
+        } else {
+            format!("[{i}].")
+        };
+        match serde_json::from_value::<EventRequest>(item) {
+            Ok(e) => parsed.push((at, e)),
+            Err(e) => push(
+                &mut errors,
+                if single {
+                    "body".to_owned()
+                } else {
+                    format!("[{i}]")
+                },
+                e.to_string(),
+            ),
+        }
+    }
+    let mut policies: HashMap<Uuid, Arc<Policy>> = HashMap::new();
+    for (_, e) in &parsed {
+        if let std::collections::hash_map::Entry::Vacant(v) = policies.entry(e.policy) {
+            v.insert(load_policy(&state, tenant.tenant_id, e.policy).await?);
+        }
+    }
+    let events: Vec<Event> = parsed
+        .into_iter()
+        .filter_map(|(at, e)| {
+            let p = policies[&e.policy].clone();
+            check_event(&state, &at, e, &p, &mut errors)
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let n = events.len();
+    let mut rx = state.control.submit(tenant.tenant_id, events)?;
+    if wants_ndjson(&headers) {
+        let lines = futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+            .take(n)
+            .map(|d| {
+                let mut line = serde_json::to_vec(&EventResult::from(d)).unwrap_or_default();
+                line.push(b'\n');
+                Ok::<_, Infallible>(line)
+            });
+        return Ok((
+            [(header::CONTENT_TYPE, "application/x-ndjson")],
+            Body::from_stream(lines),
+        )
+            .into_response());
+    }
+    let mut results = Vec::with_capacity(n);
+    while results.len() < n {
+        match rx.recv().await {
+            Some(d) => results.push(EventResult::from(d)),
+            None => {
+                return Err(ApiError::Unavailable(anyhow::anyhow!(
+                    "the control engine stopped with {} of {n} events unanswered",
+                    n - results.len()
+                )));
+            }
+        }
+    }
+    results.sort_by_key(|r| r.index);
+    Ok(Json(EventsResponse { results }).into_response())
+}
+
+/// A session to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionRequest {
+    /// The policy (`policy_id`).
+    pub policy: Uuid,
+    /// Session name, 1..=128 of `[A-Za-z0-9_.:@-]`.
+    pub session: String,
+    /// Initial registers (at most the policy's `registers`; the rest 0).
+    /// Default: the policy's `init`.
+    pub state: Option<Vec<u32>>,
+    /// The session's first route, by name or id. Default: the policy's first.
+    pub route: Option<String>,
+}
+
+/// A session.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionResponse {
+    pub policy_id: Uuid,
+    pub session: String,
+    /// Its registers.
+    pub state: Vec<u32>,
+    /// The route its next event runs when the event names none.
+    pub route: RouteRef,
+}
+
+fn session_response(p: &Policy, session: String, s: SessionState) -> SessionResponse {
+    SessionResponse {
+        policy_id: p.policy_id,
+        session,
+        state: s.state[..p.program.registers() as usize].to_vec(),
+        route: route_ref(p, s.route),
+    }
+}
+
+/// Creates a session explicitly (sessions are otherwise created by their
+/// first event, from the policy's `init`). 409 if it exists.
+#[utoipa::path(post, path = "/v1/control/sessions", tag = "control", operation_id = "create_session",
+    request_body = CreateSessionRequest,
+    responses(
+        (status = 201, body = SessionResponse),
+        (status = 404, description = "No such policy for this tenant", body = ErrorBody),
+        (status = 409, description = "`conflict`: the session exists", body = ErrorBody),
+        (status = 422, body = ErrorBody),
+    ))]
+async fn create_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Json(req): Json<CreateSessionRequest>,
+) -> ApiResult<(StatusCode, Json<SessionResponse>)> {
+    let policy = load_policy(&state, tenant.tenant_id, req.policy).await?;
+    let mut errors = Vec::new();
+    if !is_session_name(&req.session) {
+        errors.push(session_error("session".to_owned()));
+    }
+    let mut regs: Regs = policy.program.init();
+    if let Some(words) = &req.state {
+        let registers = policy.program.registers() as usize;
+        if words.len() > registers {
+            errors.push(FieldError {
+                field: "state".to_owned(),
+                message: format!(
+                    "has {} values; policy `{}` has {registers} registers",
+                    words.len(),
+                    policy.program.name()
+                ),
+            });
+        } else {
+            regs = [0; MAX_REGISTERS];
+            regs[..words.len()].copy_from_slice(words);
+        }
+    }
+    let route = match &req.route {
+        None => 0,
+        Some(r) => policy.route(r).unwrap_or_else(|| {
+            errors.push(FieldError {
+                field: "route".to_owned(),
+                message: format!("unknown route `{r}`"),
+            });
+            0
+        }),
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let s = SessionState { route, state: regs };
+    if !state
+        .control
+        .create_session(policy.clone(), req.session.clone(), s)
+        .await?
+    {
+        return Err(ApiError::Conflict(format!(
+            "session `{}` already exists",
+            req.session
+        )));
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(session_response(&policy, req.session, s)),
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct SessionParams {
+    /// The policy (`policy_id`) the session belongs to.
+    pub policy: Uuid,
+}
+
+/// A session's current state and next route.
+#[utoipa::path(get, path = "/v1/control/sessions/{session}", tag = "control", operation_id = "get_session",
+    params(("session" = String, Path), SessionParams),
+    responses((status = 200, body = SessionResponse), (status = 404, body = ErrorBody)))]
+async fn get_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(session): Path<String>,
+    Query(params): Query<SessionParams>,
+) -> ApiResult<Json<SessionResponse>> {
+    let policy = load_policy(&state, tenant.tenant_id, params.policy).await?;
+    let s = state
+        .control
+        .session(policy.clone(), session.clone())
+        .await?
+        .ok_or(ApiError::NotFound("session"))?;
+    Ok(Json(session_response(&policy, session, s)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct StatsParams {
+    /// Seconds of the event log to account, counted back from now (default 60).
+    pub window_s: Option<f64>,
+}
+
+/// Live accounting of a window of this tenant's event log (shares over all
+/// its events; F, P* and U from the exact analyzer run on the same events).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ControlStatsResponse {
+    pub window_s: f64,
+    /// δ of the fixed partition F, in milliseconds (the default deadline).
+    pub delta_ms: f64,
+    pub events: u64,
+    /// A: share run in a batch of at least `K_r`, exactly, launched by its deadline.
+    pub a: f64,
+    /// R_A = (A − F)/(P* − F); null when P* = F.
+    pub r_a: Option<f64>,
+    /// F: fixed-partition share.
+    pub f: f64,
+    /// P*: exact offline optimum share.
+    pub p_star: f64,
+    /// U: local upper bound share.
+    pub u: f64,
+    /// G = (P* − F)/(U − F); null when U = F.
+    pub g: Option<f64>,
+    pub achieved_events: u64,
+    pub batches: u64,
+    /// Events whose execution started after their deadline.
+    pub deadline_misses: u64,
+    /// CPU-path events that started after their deadline.
+    pub late_fallbacks: u64,
+    /// Share of events that ran on the CPU path.
+    pub fallback_share: f64,
+    /// Events per second over the window (first release to last completion).
+    pub events_per_s: f64,
+    /// The active executor's status line.
+    pub executor: String,
+}
+
+/// A, R_A, F, P*, U and the operational figures of this tenant's events of
+/// the last `window_s` seconds.
+#[utoipa::path(get, path = "/v1/control/stats", tag = "control", operation_id = "get_control_stats",
+    params(StatsParams),
+    responses((status = 200, body = ControlStatsResponse), (status = 400, body = ErrorBody)))]
+async fn get_control_stats(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Query(params): Query<StatsParams>,
+) -> ApiResult<Json<ControlStatsResponse>> {
+    let window_s = params.window_s.unwrap_or(60.0);
+    if !(window_s.is_finite() && window_s > 0.0 && window_s <= MAX_WINDOW_S) {
+        return Err(ApiError::InvalidRequest(format!(
+            "`window_s` must be a number of seconds in (0, {MAX_WINDOW_S}]"
+        )));
+    }
+    let window = state
+        .control
+        .window(tenant.tenant_id, Duration::from_secs_f64(window_s))
+        .await?;
+    let delta_ms = state.config.control_deadline_ms;
+    let delta_ns = (delta_ms * 1e6).round() as i64;
+    let s = tokio::task::spawn_blocking(move || {
+        accounting::stats(&window.records, delta_ns, |r| {
+            window.k.get(&r).copied().unwrap_or(u32::MAX)
+        })
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.into()))?
+    .map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Json(ControlStatsResponse {
+        window_s,
+        delta_ms,
+        events: s.events,
+        a: s.achieved,
+        r_a: s.online_closure,
+        f: s.fixed,
+        p_star: s.exact,
+        u: s.upper,
+        g: s.gap_closure,
+        achieved_events: s.achieved_events,
+        batches: s.batches,
+        deadline_misses: s.deadline_misses,
+        late_fallbacks: s.late_fallbacks,
+        fallback_share: s.fallback_share,
+        events_per_s: s.events_per_s,
+        executor: state.control.status().to_owned(),
+    }))
+}
+
+/// The control engine's executor and settings.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ControlStatusResponse {
+    /// `cpu` or `gpu`.
+    #[schema(value_type = String)]
+    pub executor: ExecutorKind,
+    /// Why: e.g. `gpu (NVIDIA H200)`, `cpu (no CUDA driver)`.
+    pub status: String,
+    /// `K_r` of uncalibrated routes (null: CPU path only).
+    pub default_k: Option<u32>,
+    /// B: most events per batch.
+    pub max_batch: usize,
+    pub default_deadline_ms: f64,
+    pub max_deadline_ms: f64,
+    pub launch_cost_us: u64,
+    /// Whether batches launch as soon as `K_r` events are queued.
+    pub eager: bool,
+    pub snapshot_s: f64,
+    pub max_events: usize,
+}
+
+/// Which executor runs control batches, and the compactor's settings.
+#[utoipa::path(get, path = "/v1/control/status", tag = "control", operation_id = "get_control_status",
+    responses((status = 200, body = ControlStatusResponse), (status = 401, body = ErrorBody)))]
+async fn get_control_status(
+    State(state): State<AppState>,
+    _tenant: Tenant,
+) -> Json<ControlStatusResponse> {
+    let c = &state.config;
+    Json(ControlStatusResponse {
+        executor: state.control.kind(),
+        status: state.control.status().to_owned(),
+        default_k: (c.control_k > 0).then_some(c.control_k),
+        max_batch: c.control_max_batch,
+        default_deadline_ms: c.control_deadline_ms,
+        max_deadline_ms: c.control_max_deadline_ms,
+        launch_cost_us: c.control_launch_cost_us,
+        eager: c.control_eager,
+        snapshot_s: c.control_snapshot_s,
+        max_events: c.control_max_events,
+    })
+}
