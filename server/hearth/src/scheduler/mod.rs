@@ -123,10 +123,34 @@ pub struct PoolSettings {
 }
 
 impl PoolSettings {
-    /// The policy configuration of `profile`'s pool. GPU profiles get the
-    /// inventory; CPU profiles hold no GPU and no budget limits them.
-    pub fn config_for(&self, profile: &Profile) -> anyhow::Result<hearth_pool::Config> {
-        let gpus = if profile.gpus > 0 { self.gpus.count } else { 0 };
+    /// Splits the GPU inventory among the GPU profiles, so that pools never
+    /// count the same GPU twice: each gets a disjoint range of devices, as
+    /// even as the count allows (profiles in name order; the first ones take
+    /// the remainder). Returns `(first device, count)` per GPU profile.
+    pub fn partition<'a>(
+        &self,
+        profiles: impl IntoIterator<Item = &'a Profile>,
+    ) -> BTreeMap<String, (u32, u32)> {
+        let mut names: Vec<&str> = profiles
+            .into_iter()
+            .filter(|p| p.gpus > 0)
+            .map(|p| p.name.as_str())
+            .collect();
+        names.sort_unstable();
+        let n = names.len() as u32;
+        let mut first = 0;
+        let mut out = BTreeMap::new();
+        for (i, name) in names.into_iter().enumerate() {
+            let count = self.gpus.count / n + u32::from((i as u32) < self.gpus.count % n);
+            out.insert(name.to_owned(), (first, count));
+            first += count;
+        }
+        out
+    }
+
+    /// The policy configuration of `profile`'s pool, holding `gpus` GPUs of
+    /// the inventory (zero for CPU profiles, which no budget limits).
+    pub fn config_for(&self, profile: &Profile, gpus: u32) -> anyhow::Result<hearth_pool::Config> {
         let mut c = hearth_pool::Config::for_profile(profile, gpus);
         c.standby.min = self.standby_min;
         c.standby.max = self.standby_max;
@@ -208,6 +232,8 @@ struct Slot {
 struct ProfilePool {
     profile: Profile,
     pool: Pool,
+    /// The first physical GPU of this pool's part of the inventory.
+    gpu_first: u32,
     slots: HashMap<PodId, Slot>,
     by_runtime: HashMap<String, PodId>,
     /// Share-milliseconds held (active, warm, standby, draining) up to `held_at`.
@@ -455,8 +481,13 @@ impl Scheduler {
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Self> {
         let mut pools = BTreeMap::new();
+        let partition = settings.pools.partition(profiles.values());
         for p in profiles.values() {
-            let config = settings.pools.config_for(p)?;
+            let (gpu_first, gpus) = partition.get(&p.name).copied().unwrap_or((0, 0));
+            if p.gpus > 0 && gpus < p.gpus {
+                tracing::warn!(profile = %p.name, gpus, needs = p.gpus, "GPU profile's share of the inventory cannot hold one pod: its jobs are unplaceable");
+            }
+            let config = settings.pools.config_for(p, gpus)?;
             let pool = Pool::new(settings.pools.kind, config)
                 .map_err(|e| anyhow::anyhow!("profile `{}`: {e}", p.name))?;
             pools.insert(
@@ -464,6 +495,7 @@ impl Scheduler {
                 ProfilePool {
                     profile: p.clone(),
                     pool,
+                    gpu_first,
                     slots: HashMap::new(),
                     by_runtime: HashMap::new(),
                     share_ms: [0.0; 4],
@@ -593,7 +625,7 @@ impl Scheduler {
                     pod_id: runtime_id.clone(),
                     profile: pp.profile.clone(),
                     gpu_devices: if real_gpus {
-                        devices(&placement)
+                        devices(&placement, pp.gpu_first)
                     } else {
                         Vec::new()
                     },
@@ -708,7 +740,7 @@ impl Scheduler {
                                 address: slot.and_then(|s| s.pod.clone()),
                                 wipe,
                                 devices: match slot {
-                                    Some(s) if real_gpus => devices(&s.placement),
+                                    Some(s) if real_gpus => devices(&s.placement, pp.gpu_first),
                                     _ => Vec::new(),
                                 },
                             }
@@ -1434,9 +1466,10 @@ impl Scheduler {
     }
 }
 
-/// The physical GPUs of a placement, in order.
-fn devices(placement: &PoolPlacement) -> Vec<u32> {
-    let mut out: Vec<u32> = placement.0.iter().map(|s| s.gpu).collect();
+/// The physical GPUs of a placement, in order: the pool numbers its GPUs
+/// from zero, its part of the inventory starts at `first`.
+fn devices(placement: &PoolPlacement, first: u32) -> Vec<u32> {
+    let mut out: Vec<u32> = placement.0.iter().map(|s| first + s.gpu).collect();
     out.dedup();
     out
 }
@@ -1495,15 +1528,62 @@ mod tests {
         };
         let mut gpu = Profile::cpu("gpu-one");
         gpu.gpus = 1;
-        let c = settings.config_for(&gpu).unwrap();
+        let c = settings.config_for(&gpu, 2).unwrap();
         assert_eq!(c.keep_alive.default, Duration::from_secs(1));
         assert_eq!(c.gpus, 2);
         assert_eq!(c.budget.pool.floor, Shares(4));
-        assert_eq!(settings.config_for(&Profile::cpu("cpu")).unwrap().gpus, 0);
+        assert_eq!(
+            settings.config_for(&Profile::cpu("cpu"), 0).unwrap().gpus,
+            0
+        );
         let odd = PoolSettings {
             budget_floor_gpus: Some(0.3),
             ..settings
         };
-        assert!(odd.config_for(&gpu).is_err());
+        assert!(odd.config_for(&gpu, 2).is_err());
+    }
+
+    #[test]
+    fn gpu_profiles_get_disjoint_parts_of_the_inventory() {
+        let settings = |count| PoolSettings {
+            kind: Kind::Firepool,
+            standby_min: 0,
+            standby_max: 0,
+            keep_alive_min: Duration::from_secs(1),
+            keep_alive_max: Duration::from_secs(10),
+            budget_floor_gpus: None,
+            budget_ceiling_gpus: None,
+            gpus: Gpus { count, real: true },
+        };
+        let gpu = |name: &str| Profile {
+            gpus: 1,
+            ..Profile::cpu(name)
+        };
+        let profiles = [
+            gpu("b-gpu"),
+            Profile::cpu("cpu"),
+            gpu("a-gpu"),
+            gpu("c-gpu"),
+        ];
+        let parts = settings(8).partition(&profiles);
+        assert_eq!(
+            parts.into_iter().collect::<Vec<_>>(),
+            [
+                ("a-gpu".to_owned(), (0, 3)),
+                ("b-gpu".to_owned(), (3, 3)),
+                ("c-gpu".to_owned(), (6, 2))
+            ]
+        );
+        let parts = settings(2).partition(&profiles);
+        assert_eq!(
+            parts.values().map(|p| p.1).sum::<u32>(),
+            2,
+            "never more than the inventory"
+        );
+        let placement = PoolPlacement(vec![
+            hearth_pool::policy::Slice { gpu: 0, shares: 8 },
+            hearth_pool::policy::Slice { gpu: 1, shares: 8 },
+        ]);
+        assert_eq!(devices(&placement, 3), [3, 4]);
     }
 }
