@@ -23,11 +23,6 @@ fn jobs() -> usize {
         .unwrap_or(20)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
-
 fn job(caller: &str) -> Value {
     let code = "import json, os, hearthbenchpkg\njson.dump({'v': hearthbenchpkg.VALUE}, open(os.environ['HEARTH_OUTPUT'], 'w'))\n";
     let mut job = python_job(caller, code);

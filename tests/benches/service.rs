@@ -31,14 +31,6 @@ fn seconds() -> Duration {
     )
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
-
 /// The baseline: Hearth's commits per job without Hearth.
 async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duration) -> f64 {
     let durable = hearth_store::connect(db_url, false, clients as u32 + 1)

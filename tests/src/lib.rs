@@ -149,60 +149,40 @@ impl TestApp {
         }
     }
 
+    /// Sends `req` with the bearer `key`; returns the status and the JSON
+    /// body (null when there is none).
+    async fn call(&self, req: reqwest::RequestBuilder, key: &str) -> (u16, Value) {
+        let r = req.bearer_auth(key).send().await.expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     /// `POST /v1/jobs?wait=...`; returns (status, body).
     pub async fn submit(&self, key: &str, job: &Value, wait_s: Option<f64>) -> (u16, Value) {
         let mut url = self.url("/v1/jobs");
         if let Some(w) = wait_s {
             url.push_str(&format!("?wait={w}"));
         }
-        let r = self
-            .http
-            .post(url)
-            .bearer_auth(key)
-            .json(job)
-            .send()
-            .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.expect("json body"))
+        let (status, body) = self.call(self.http.post(url).json(job), key).await;
+        assert!(
+            !body.is_null(),
+            "POST /v1/jobs answered {status} without a JSON body"
+        );
+        (status, body)
     }
 
     pub async fn get(&self, key: &str, path: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(self.url(path))
-            .bearer_auth(key)
-            .send()
-            .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        self.call(self.http.get(self.url(path)), key).await
     }
 
     pub async fn post(&self, key: &str, path: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(self.url(path))
-            .bearer_auth(key)
-            .json(body)
-            .send()
+        self.call(self.http.post(self.url(path)).json(body), key)
             .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
     }
 
     pub async fn put(&self, key: &str, path: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .http
-            .put(self.url(path))
-            .bearer_auth(key)
-            .json(body)
-            .send()
+        self.call(self.http.put(self.url(path)).json(body), key)
             .await
-            .expect("request");
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
     }
 
     /// `GET` without credentials, as text.
@@ -270,4 +250,12 @@ with zipfile.ZipFile(out, "w") as z:
         .unwrap()
         .success();
     assert!(ok, "building the bench wheel failed");
+}
+
+/// The `p` quantile (0..=1) of sorted samples, nearest rank.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
