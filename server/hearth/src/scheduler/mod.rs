@@ -316,6 +316,21 @@ impl State {
         id
     }
 
+    /// Hands `profile`'s pod to a tenant's job; `None` if the pool no longer
+    /// knows the pod.
+    fn bind_slot(
+        &mut self,
+        profile: &str,
+        pod: PodId,
+        tenant: Uuid,
+        job: Uuid,
+    ) -> Option<&mut Slot> {
+        let slot = self.pools.get_mut(profile)?.slots.get_mut(&pod)?;
+        slot.tenant = Some(tenant);
+        slot.phase = Phase::Busy(job);
+        Some(slot)
+    }
+
     fn job_tenant(&self, job: JobId) -> Option<(Uuid, Uuid)> {
         let uuid = *self.job_ids.get(&job)?;
         Some((uuid, self.jobs.get(&uuid)?.queued.tenant_id))
@@ -663,16 +678,10 @@ impl Scheduler {
                 }
                 let mut why = st.reason_json(&reason, Some(tenant));
                 why["placement"] = json!(placement);
-                let Some(slot) = st
-                    .pools
-                    .get_mut(profile)
-                    .and_then(|p| p.slots.get_mut(&pod))
-                else {
+                let Some(slot) = st.bind_slot(profile, pod, tenant, uuid) else {
                     return;
                 };
                 slot.placement = placement;
-                slot.tenant = Some(tenant);
-                slot.phase = Phase::Busy(uuid);
                 let runtime_id = slot.runtime_id.clone();
                 self.record(
                     Some(tenant),
@@ -694,15 +703,9 @@ impl Scheduler {
                 };
                 let mut why = st.reason_json(&reason, Some(tenant));
                 why["source"] = json!(source.as_str());
-                let Some(slot) = st
-                    .pools
-                    .get_mut(profile)
-                    .and_then(|p| p.slots.get_mut(&pod))
-                else {
+                let Some(slot) = st.bind_slot(profile, pod, tenant, uuid) else {
                     return;
                 };
-                slot.tenant = Some(tenant);
-                slot.phase = Phase::Busy(uuid);
                 let runtime_id = slot.runtime_id.clone();
                 self.record(
                     Some(tenant),
