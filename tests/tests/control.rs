@@ -191,17 +191,23 @@ async fn events_match_the_sequential_cpu_reference() {
         reference.check(&got[0], &want);
     }
 
-    // Arrays: several sessions, a session more than once, routes by name and
-    // id. (A session's events keep their order within a route's queue; across
-    // routes the earlier deadline runs first, so here each session uses one
-    // route per array.)
+    // Arrays: several sessions, a session more than once on different routes
+    // (by name, by id, or none: the route its previous event chose). Each
+    // session's events apply in array order.
     let answer_id = reference.program.routes()[1].id().to_owned();
     for round in 0..3u32 {
         let mut body = Vec::new();
         let mut expected = Vec::new();
         for i in 0..10u32 {
             let session = format!("s{}", i % 4);
-            let route = if (i % 4 + round) % 3 == 0 {
+            if (i + round) % 5 == 4 {
+                let input = [round * 40 + i * 3, i];
+                body.push(json!({"policy": policy, "session": session,
+                                 "input": input, "deadline_ms": 20}));
+                expected.push(reference.run(&session, None, &input));
+                continue;
+            }
+            let route = if (i + round) % 3 == 0 {
                 "answer"
             } else {
                 "classify"
@@ -284,7 +290,8 @@ async fn a_burst_of_k_runs_as_one_batch_and_a_lone_event_falls_back_in_time() {
     assert_eq!(got[0]["batch_size"], 1);
     assert_eq!(got[0]["on_time"], true, "{}", got[0]);
 
-    // Two events of one session in one burst: the second runs after the first.
+    // Two events of one session in one burst: the second becomes ready when
+    // the first is done, then runs alone on the CPU path by its own deadline.
     let mut reference = Reference::new();
     let mut expected = Vec::new();
     let body: Vec<Value> = (0..6u32)
@@ -303,7 +310,9 @@ async fn a_burst_of_k_runs_as_one_batch_and_a_lone_event_falls_back_in_time() {
     assert_eq!(got[0]["path"], "batch");
     assert_eq!(got[0]["batch_size"], 5);
     assert_eq!(got[1]["path"], "fallback");
-    assert_eq!(got[1]["fallback_reason"], "session_busy");
+    assert_eq!(got[1]["fallback_reason"], "deadline");
+    assert!(got[1]["release_ns"].as_u64() >= got[0]["done_ns"].as_u64());
+    assert_eq!(got[1]["on_time"], true, "{}", got[1]);
     for (g, w) in got.iter().zip(&expected) {
         reference.check(g, w);
     }
@@ -587,9 +596,18 @@ async fn sessions_are_snapshotted_on_a_cadence() {
 
 #[tokio::test]
 async fn calibrate_stores_k_that_the_service_uses() {
-    let c = control_config(4);
+    let mut c = control_config(4);
+    c.control_snapshot_s = 0.2;
     let app = spawn_app_with(c.clone()).await;
     let t = app.create_tenant("ctl-calibrate").await;
+    // Registered (and loaded) before the calibration: the default K.
+    let (s, p) = register(&app, &t.key, &example()).await;
+    assert_eq!(s, 201, "{p}");
+    let policy = p["policy_id"].as_str().unwrap().to_owned();
+    for r in p["routes"].as_array().unwrap() {
+        assert_eq!(r["calibrated"], false);
+        assert_eq!(r["k"], 4);
+    }
     let file = state_dir().join("policy.json");
     std::fs::write(&file, EXAMPLE_POLICY).unwrap();
     let out = std::process::Command::new(bin_dir().join("hearth"))
@@ -621,12 +639,50 @@ async fn calibrate_stores_k_that_the_service_uses() {
         assert_eq!(l["timings"].as_array().unwrap().len(), 8);
         assert!(l["executor"].as_str().unwrap().starts_with("cpu"));
     }
-    let (s, p) = register(&app, &t.key, &example()).await;
-    assert_eq!(s, 201, "{p}");
+    // The running service picks the measured K up within its cadence, no restart.
+    let p = eventually("calibrated K applied live", async || {
+        let (s, p) = app
+            .get(&t.key, &format!("/v1/control/policies/{policy}"))
+            .await;
+        assert_eq!(s, 200, "{p}");
+        let routes = p["routes"].as_array().unwrap();
+        routes.iter().all(|r| r["calibrated"] == true).then_some(p)
+    })
+    .await;
     for (got, l) in p["routes"].as_array().unwrap().iter().zip(&lines) {
-        assert_eq!(got["calibrated"], true);
         assert_eq!(got["k"], l["k"]);
     }
+    // The engine batches by the new K too: with K = 2 stored for `classify`,
+    // two events make a batch where the default 4 would have fallen back.
+    let db = sqlx::PgPool::connect(&c.database_url).await.unwrap();
+    let tenant: uuid::Uuid = t.tenant_id.parse().unwrap();
+    let classify = program.routes()[0].id();
+    hearth_store::control::put_route_k(&db, tenant, classify, Some(2), "cpu")
+        .await
+        .unwrap();
+    eventually("K = 2 applied live", async || {
+        let (_, p) = app
+            .get(&t.key, &format!("/v1/control/policies/{policy}"))
+            .await;
+        (p["routes"][0]["k"] == 2).then_some(())
+    })
+    .await;
+    let body: Vec<Value> = (0..2)
+        .map(|i| {
+            json!({"policy": policy, "session": format!("k{i}"), "route": "classify",
+                   "input": [1, 2], "deadline_ms": 1000})
+        })
+        .collect();
+    let got = events(&app, &t.key, &Value::from(body)).await;
+    for g in &got {
+        assert_eq!(g["path"], "batch", "{g}");
+        assert_eq!(g["batch_size"], 2, "{g}");
+    }
+    // Registering again answers the same, calibrated policy.
+    let (s, again) = register(&app, &t.key, &example()).await;
+    assert_eq!(s, 200, "{again}");
+    assert_eq!(again["routes"][1], p["routes"][1]);
+    assert_eq!(again["routes"][0]["k"], 2);
 }
 
 /// Figures, not a test: events/s over HTTP for arrays of 1,000 events.

@@ -68,8 +68,6 @@ pub enum FallbackReason {
     NoBatch,
     /// Its deadline would pass before a batch of `K_r` could launch.
     Deadline,
-    /// Another event of the same session is in the same batch (set by the driver).
-    SessionBusy,
     /// The compactor was drained below `K_r` (shutdown).
     Drain,
 }

@@ -8,8 +8,16 @@
 //! Execution time is measured with the wall clock and added to the caller's
 //! clock: a batch starts at `max(now, end of the previous batch)` on the
 //! executor lane and ends after its measured run time; fallbacks run on a
-//! separate CPU lane the same way. Session state is read when a batch starts
-//! and written when it ends, so events of a session apply in execution order.
+//! separate CPU lane the same way.
+//!
+//! # Session order
+//!
+//! Events of one session apply in submission order, whatever their routes:
+//! a session has at most one event in the compactor or running. A later
+//! event waits in the session's backlog and becomes ready when its
+//! predecessor is done; its release is that moment and its deadline keeps
+//! the window it was submitted with (deadline − submission). An event
+//! submitted without a route starts on the route its predecessor chose.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -55,6 +63,24 @@ pub trait Executor {
     /// [`ExecError`] when the executor cannot run it; the driver then reruns
     /// the batch on the CPU and counts it as not exact.
     fn run(&mut self, program: &Program, tasks: &[Task]) -> Result<Vec<Outcome>, ExecError>;
+
+    /// Runs a batch whose task `i` belongs to session `sessions[i]` (all
+    /// distinct). An executor that keeps session state resident between
+    /// batches (the GPU's) uploads a task's state only when its own copy
+    /// differs. Session ids must be unique across every driver that shares
+    /// the executor. Default: [`Executor::run`].
+    ///
+    /// # Errors
+    /// As [`Executor::run`].
+    fn run_sessions(
+        &mut self,
+        program: &Program,
+        sessions: &[u64],
+        tasks: &[Task],
+    ) -> Result<Vec<Outcome>, ExecError> {
+        debug_assert_eq!(sessions.len(), tasks.len());
+        self.run(program, tasks)
+    }
 }
 
 /// The CPU executor: the vectorised batch path.
@@ -105,6 +131,14 @@ impl<E: Executor + ?Sized> Executor for Box<E> {
     fn run(&mut self, program: &Program, tasks: &[Task]) -> Result<Vec<Outcome>, ExecError> {
         (**self).run(program, tasks)
     }
+    fn run_sessions(
+        &mut self,
+        program: &Program,
+        sessions: &[u64],
+        tasks: &[Task],
+    ) -> Result<Vec<Outcome>, ExecError> {
+        (**self).run_sessions(program, sessions, tasks)
+    }
 }
 
 /// How an event ran.
@@ -150,6 +184,8 @@ pub struct Record {
 pub struct Completed {
     /// The session.
     pub session: u64,
+    /// Index in its program of the route the event started on.
+    pub started_on: u16,
     /// The chain's outcome (new state, next route, effect, steps).
     pub outcome: Outcome,
     /// How it ran.
@@ -188,6 +224,9 @@ pub enum DriverError {
     /// The input does not fit the policy.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// An event without a route for a session that does not exist.
+    #[error("session {0} does not exist, so it has no next route")]
+    UnknownSession(u64),
     /// The session belongs to another policy.
     #[error("session {session} belongs to policy {policy:?}")]
     SessionPolicy {
@@ -198,11 +237,35 @@ pub enum DriverError {
     },
 }
 
+/// An event in the compactor or running.
 #[derive(Debug, Clone, Copy)]
 struct Waiting {
     session: u64,
+    started_on: u16,
     input: Input,
     pending: Pending,
+}
+
+/// An event behind its session's outstanding one.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    event: u64,
+    /// `None`: the route its predecessor chooses.
+    route: Option<RouteKey>,
+    input: Input,
+    /// Deadline minus release, ns.
+    window_ns: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Session {
+    program: usize,
+    regs: Regs,
+    /// Index of the next route in the program.
+    next: u16,
+    /// An event of the session is in the compactor or running.
+    busy: bool,
+    backlog: std::collections::VecDeque<Held>,
 }
 
 /// Programs, sessions, compactor and executor behind one clock.
@@ -212,9 +275,11 @@ pub struct Driver<E> {
     compactor: Compactor,
     executor: E,
     programs: Vec<Program>,
+    /// Route keys of each program, in route order.
+    program_keys: Vec<Vec<RouteKey>>,
     routes: Vec<(usize, u16)>,
     by_id: HashMap<String, RouteKey>,
-    sessions: HashMap<u64, (usize, Regs)>,
+    sessions: HashMap<u64, Session>,
     waiting: HashMap<u64, Waiting>,
     next_event: u64,
     busy_until: u64,
@@ -230,6 +295,7 @@ impl<E: Executor> Driver<E> {
             config,
             executor,
             programs: Vec::new(),
+            program_keys: Vec::new(),
             routes: Vec::new(),
             by_id: HashMap::new(),
             sessions: HashMap::new(),
@@ -264,6 +330,7 @@ impl<E: Executor> Driver<E> {
             keys.push(key);
         }
         self.programs.push(program);
+        self.program_keys.push(keys.clone());
         keys
     }
 
@@ -288,19 +355,21 @@ impl<E: Executor> Driver<E> {
         self.compactor.set_k(key.0 as usize, k);
     }
 
-    /// A session's registers, if it exists.
-    pub fn session(&self, session: u64) -> Option<Regs> {
-        self.sessions.get(&session).map(|s| s.1)
+    /// A session's next route (index in its program) and registers, if it exists.
+    pub fn session(&self, session: u64) -> Option<(u16, Regs)> {
+        self.sessions.get(&session).map(|s| (s.next, s.regs))
     }
 
-    /// Every session as `(session, policy name, registers)`, for snapshots.
-    pub fn sessions(&self) -> impl Iterator<Item = (u64, &str, Regs)> {
+    /// Every session as `(session, policy name, next route, registers)`, for snapshots.
+    pub fn sessions(&self) -> impl Iterator<Item = (u64, &str, u16, Regs)> {
         self.sessions
             .iter()
-            .map(|(&s, &(p, regs))| (s, self.programs[p].name(), regs))
+            .map(|(&id, s)| (id, self.programs[s.program].name(), s.next, s.regs))
     }
 
-    /// Creates or overwrites a session of the program owning `route` (restore, explicit creation).
+    /// Creates or overwrites a session (restore, explicit creation): its
+    /// registers and its next route `route`, which also names its program.
+    /// Events of the session already queued stay queued.
     ///
     /// # Errors
     /// [`DriverError::UnknownRoute`].
@@ -313,67 +382,136 @@ impl<E: Executor> Driver<E> {
         let key = self
             .route_key(route)
             .ok_or_else(|| DriverError::UnknownRoute(route.to_owned()))?;
-        let p = self.routes[key.0 as usize].0;
-        self.sessions.insert(session, (p, regs));
+        let (program, next) = self.routes[key.0 as usize];
+        let s = self.sessions.entry(session).or_insert_with(|| Session {
+            program,
+            regs,
+            next,
+            busy: false,
+            backlog: std::collections::VecDeque::new(),
+        });
+        s.program = program;
+        s.regs = regs;
+        s.next = next;
         Ok(())
     }
 
-    /// Queues an event released at `now` with launch deadline `deadline_ns`;
-    /// creates the session from the policy's `init` on first sight. Returns
-    /// the event id. Call [`Driver::advance`] afterwards.
+    /// Queues an event released at `now` with launch deadline `deadline_ns`
+    /// on `route`, or with `None` on the session's next route. A session
+    /// seen for the first time starts from its policy's `init` (it needs a
+    /// route then). Returns the event id. Call [`Driver::advance`] afterwards.
+    ///
+    /// If the session has an event outstanding, this one waits behind it
+    /// (module docs, "Session order").
     ///
     /// # Errors
     /// [`DriverError`] for an unknown route key, an input longer than the
-    /// policy allows or a session of another policy.
+    /// policy allows, a session of another policy or a new session without
+    /// a route.
     pub fn submit(
         &mut self,
         now: u64,
         session: u64,
-        route: RouteKey,
+        route: Option<RouteKey>,
         input: &[u32],
         deadline_ns: u64,
     ) -> Result<u64, DriverError> {
-        let &(p, _) = self
-            .routes
-            .get(route.0 as usize)
-            .ok_or_else(|| DriverError::UnknownRoute(format!("key {}", route.0)))?;
+        let p = match route {
+            Some(key) => {
+                self.routes
+                    .get(key.0 as usize)
+                    .ok_or_else(|| DriverError::UnknownRoute(format!("key {}", key.0)))?
+                    .0
+            }
+            None => {
+                self.sessions
+                    .get(&session)
+                    .ok_or(DriverError::UnknownSession(session))?
+                    .program
+            }
+        };
         let program = &self.programs[p];
         let input = program.input(input)?;
-        match self.sessions.get(&session) {
-            Some(&(q, _)) if self.programs[q].name() != program.name() => {
-                return Err(DriverError::SessionPolicy {
-                    session,
-                    policy: self.programs[q].name().to_owned(),
-                });
+        let s = match self.sessions.entry(session) {
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let s = o.into_mut();
+                if self.programs[s.program].name() != program.name() {
+                    return Err(DriverError::SessionPolicy {
+                        session,
+                        policy: self.programs[s.program].name().to_owned(),
+                    });
+                }
+                s
             }
-            Some(_) => {}
-            None => {
-                self.sessions.insert(session, (p, program.init()));
-            }
-        }
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(Session {
+                program: p,
+                regs: program.init(),
+                next: 0,
+                busy: false,
+                backlog: std::collections::VecDeque::new(),
+            }),
+        };
         let event = self.next_event;
         self.next_event += 1;
-        let pending = Pending {
+        s.backlog.push_back(Held {
             event,
-            release_ns: now,
-            deadline_ns: deadline_ns.max(now),
+            route,
+            input,
+            window_ns: deadline_ns.saturating_sub(now),
+        });
+        if !s.busy
+            && let Some(done) = self.start_next(session, now)
+        {
+            self.complete(done);
+        }
+        Ok(event)
+    }
+
+    /// Moves the session's oldest held event into the compactor, released at
+    /// `at`; returns its outcome if it had to run on the CPU at once.
+    fn start_next(&mut self, session: u64, at: u64) -> Option<Completed> {
+        let s = self.sessions.get_mut(&session)?;
+        let held = s.backlog.pop_front()?;
+        s.busy = true;
+        let key = held
+            .route
+            .unwrap_or(self.program_keys[s.program][usize::from(s.next)]);
+        let pending = Pending {
+            event: held.event,
+            release_ns: at,
+            deadline_ns: at.saturating_add(held.window_ns),
         };
         self.waiting.insert(
-            event,
+            held.event,
             Waiting {
                 session,
-                input,
+                started_on: self.routes[key.0 as usize].1,
+                input: held.input,
                 pending,
             },
         );
-        if let Some(Action::Fallback { reason, .. }) =
-            self.compactor.push(route.0 as usize, pending)
-        {
-            // Runs at once; the outcome is handed out by the next advance.
-            let done = self.fallback(now, route, event, reason);
-            self.ready.push(done);
+        match self.compactor.push(key.0 as usize, pending) {
+            Some(Action::Fallback { reason, .. }) => {
+                Some(self.fallback(at, key, held.event, reason))
+            }
+            _ => None,
         }
-        Ok(event)
+    }
+
+    /// Hands out a finished event and starts its session's next one (which
+    /// may finish at once on the CPU, and so on).
+    fn complete(&mut self, done: Completed) {
+        let mut next = Some(done);
+        while let Some(c) = next.take() {
+            if let Some(s) = self.sessions.get_mut(&c.session) {
+                s.regs = c.outcome.state;
+                s.next = c.outcome.route;
+                s.busy = false;
+            }
+            let (session, at) = (c.session, c.record.done_ns);
+            self.ready.push(c);
+            next = self.start_next(session, at);
+        }
     }
 
     /// Runs everything due at `now` and returns the events finished since the last call.
@@ -388,10 +526,17 @@ impl<E: Executor> Driver<E> {
         self.compactor.next_wake()
     }
 
-    /// Runs everything still queued (batches of at least `K_r`, the rest on the CPU).
-    pub fn finish(&mut self, now: u64) -> Vec<Completed> {
-        let actions = self.compactor.drain();
-        self.run_actions(now, actions);
+    /// Runs everything still queued (batches of at least `K_r`, the rest on
+    /// the CPU), including events held behind their session's, in order.
+    pub fn finish(&mut self, mut now: u64) -> Vec<Completed> {
+        loop {
+            let actions = self.compactor.drain();
+            if actions.is_empty() {
+                break;
+            }
+            self.run_actions(now, actions);
+            now = now.max(self.busy_until).max(self.cpu_busy_until);
+        }
         std::mem::take(&mut self.ready)
     }
 
@@ -405,12 +550,13 @@ impl<E: Executor> Driver<E> {
                     reason,
                 } => {
                     let done = self.fallback(now, RouteKey(route as u32), event.event, reason);
-                    self.ready.push(done);
+                    self.complete(done);
                 }
             }
         }
     }
 
+    /// Runs one event alone on the CPU path (its session is updated by [`Driver::complete`]).
     fn fallback(
         &mut self,
         now: u64,
@@ -422,15 +568,11 @@ impl<E: Executor> Driver<E> {
             .waiting
             .remove(&event)
             .expect("queued events are waiting");
-        let (p, r) = self.routes[route.0 as usize];
-        let program = &self.programs[p];
-        let state = self
-            .sessions
-            .get(&w.session)
-            .map_or(program.init(), |s| s.1);
+        let s = &self.sessions[&w.session];
+        let program = &self.programs[s.program];
         let task = Task {
-            route: r,
-            state,
+            route: w.started_on,
+            state: s.regs,
             input: w.input,
         };
         let start = now.max(self.cpu_busy_until);
@@ -438,9 +580,9 @@ impl<E: Executor> Driver<E> {
         let outcome = cpu::run_scalar(program, &[task])[0];
         let done = start + elapsed_ns(t0);
         self.cpu_busy_until = done;
-        self.sessions.insert(w.session, (p, outcome.state));
         Completed {
             session: w.session,
+            started_on: w.started_on,
             outcome,
             record: Record {
                 event,
@@ -461,35 +603,31 @@ impl<E: Executor> Driver<E> {
     fn launch(&mut self, now: u64, launch: Launch) {
         let route = RouteKey(launch.route as u32);
         let (p, r) = self.routes[launch.route];
-        let mut members = Vec::with_capacity(launch.events.len());
-        let mut busy = Vec::new();
-        let mut seen = std::collections::HashSet::with_capacity(launch.events.len());
-        for e in &launch.events {
-            let w = self
-                .waiting
-                .remove(&e.event)
-                .expect("queued events are waiting");
-            if seen.insert(w.session) {
-                members.push((e.event, w));
-            } else {
-                busy.push((e.event, w));
-            }
-        }
         let program = &self.programs[p];
+        // One event per session is outstanding, so members are distinct sessions.
+        let members: Vec<(u64, Waiting)> = launch
+            .events
+            .iter()
+            .map(|e| {
+                let w = self
+                    .waiting
+                    .remove(&e.event)
+                    .expect("queued events are waiting");
+                (e.event, w)
+            })
+            .collect();
+        let sessions: Vec<u64> = members.iter().map(|(_, w)| w.session).collect();
         let tasks: Vec<Task> = members
             .iter()
             .map(|(_, w)| Task {
                 route: r,
-                state: self
-                    .sessions
-                    .get(&w.session)
-                    .map_or(program.init(), |s| s.1),
+                state: self.sessions[&w.session].regs,
                 input: w.input,
             })
             .collect();
         let start = now.max(self.busy_until);
         let t0 = Instant::now();
-        let result = self.executor.run(program, &tasks);
+        let result = self.executor.run_sessions(program, &sessions, &tasks);
         let mut done = start + elapsed_ns(t0);
         self.busy_until = done;
         let kind = self.executor.kind();
@@ -510,9 +648,9 @@ impl<E: Executor> Driver<E> {
         };
         let size = members.len() as u32;
         for ((event, w), outcome) in members.into_iter().zip(outcomes) {
-            self.sessions.insert(w.session, (p, outcome.state));
-            self.ready.push(Completed {
+            self.complete(Completed {
                 session: w.session,
+                started_on: r,
                 outcome,
                 record: Record {
                     event,
@@ -528,11 +666,6 @@ impl<E: Executor> Driver<E> {
                     exact,
                 },
             });
-        }
-        for (event, w) in busy {
-            self.waiting.insert(event, w);
-            let c = self.fallback(done, route, event, FallbackReason::SessionBusy);
-            self.ready.push(c);
         }
     }
 }
@@ -578,7 +711,13 @@ pub fn replay<E: Executor>(
         }
         now = now.max(a.release_ns);
         let inputs = driver.programs[driver.routes[a.route.0 as usize].0].inputs() as usize;
-        driver.submit(now, a.session, a.route, &a.input[..inputs], a.deadline_ns)?;
+        driver.submit(
+            now,
+            a.session,
+            Some(a.route),
+            &a.input[..inputs],
+            a.deadline_ns,
+        )?;
         out.extend(driver.advance(now));
     }
     while let Some(w) = driver.next_wake() {

@@ -22,7 +22,7 @@
 //! let key = driver.route_key(&route_id).unwrap();
 //! let mut done = Vec::new();
 //! for session in 0..3 {
-//!     driver.submit(1_000, session, key, &[5, 6], 1_000 + 50_000_000).unwrap();
+//!     driver.submit(1_000, session, Some(key), &[5, 6], 1_000 + 50_000_000).unwrap();
 //!     done.extend(driver.advance(1_000));
 //! }
 //! // A timer calls advance at next_wake(); here the queue is due at its deadline.

@@ -52,9 +52,13 @@ fn every_event_runs_once_in_session_order_with_consistent_state() {
         let mut seen: Vec<u64> = done.iter().map(|c| c.record.event).collect();
         seen.sort_unstable();
         assert_eq!(seen, (1..=arrivals.len() as u64).collect::<Vec<_>>());
-        // Replaying each session's events alone, in completion order, gives the same outcomes.
+        // Each session's events complete in submission order, and replaying
+        // them alone in that order gives the same outcomes.
+        let mut last: HashMap<u64, u64> = HashMap::new();
         let mut state: HashMap<u64, [u32; 16]> = HashMap::new();
         for c in &done {
+            let prev = last.insert(c.session, c.record.event).unwrap_or(0);
+            assert!(prev < c.record.event, "session {} out of order", c.session);
             let a = &arrivals[(c.record.event - 1) as usize];
             let route = program.route_by_id(program.routes()[usize::from(c.outcome.route)].id());
             assert!(route.is_some());
@@ -107,7 +111,7 @@ fn routes_without_k_run_on_the_cpu_and_count_zero() {
     );
     assert_eq!(driver.executor().status(), "cpu (no CUDA driver)");
     let keys = driver.register(program, |_| None);
-    let c = driver.submit(0, 1, keys[0], &[1, 2], 10).unwrap();
+    let c = driver.submit(0, 1, Some(keys[0]), &[1, 2], 10).unwrap();
     let done = driver.advance(0);
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].record.event, c);
@@ -115,7 +119,79 @@ fn routes_without_k_run_on_the_cpu_and_count_zero() {
     let s = accounting::stats(&[done[0].record], 50, |_| 1).unwrap();
     assert_eq!(s.achieved, 0.0);
     assert!(
-        driver.submit(0, 1, keys[0], &[1, 2, 3], 10).is_err(),
+        driver.submit(0, 1, Some(keys[0]), &[1, 2, 3], 10).is_err(),
         "input longer than the policy allows"
     );
+}
+
+#[test]
+fn a_sessions_events_apply_in_submission_order_across_routes() {
+    let program = hearth_control::Program::from_json(hearth_control::EXAMPLE_POLICY).unwrap();
+    let mut driver = Driver::new(
+        DriverConfig {
+            compactor: Config {
+                max_batch: 64,
+                launch_cost_ns: 0,
+                eager: false,
+            },
+            verify: true,
+        },
+        CpuExecutor::new(),
+    );
+    let keys = driver.register(program.clone(), |_| Some(2));
+    // Session 1: an event on route 0 due late, then one on route 1 due early
+    // and one without a route. Sessions 2 and 3 fill both queues so batches form.
+    let first = driver.submit(0, 1, Some(keys[0]), &[50, 1], 1_000).unwrap();
+    let second = driver.submit(0, 1, Some(keys[1]), &[7, 7], 10).unwrap();
+    let third = driver.submit(0, 1, None, &[9, 9], 10).unwrap();
+    driver.submit(0, 2, Some(keys[0]), &[1, 1], 1_000).unwrap();
+    driver.submit(0, 3, Some(keys[1]), &[2, 2], 10).unwrap();
+    let mut done = driver.advance(0);
+    let mut now = 0;
+    while let Some(w) = driver.next_wake() {
+        now = now.max(w);
+        done.extend(driver.advance(now));
+    }
+    done.extend(driver.finish(now));
+    assert_eq!(done.len(), 5);
+    let mine: Vec<_> = done.iter().filter(|c| c.session == 1).collect();
+    assert_eq!(
+        mine.iter().map(|c| c.record.event).collect::<Vec<_>>(),
+        vec![first, second, third],
+        "completion order is submission order"
+    );
+    // Each event starts from its predecessor's state; the route-less one on
+    // the route its predecessor chose.
+    let mut state = program.init();
+    let mut next = 0;
+    for (c, (route, input)) in
+        mine.iter()
+            .zip([(Some(0u16), [50, 1]), (Some(1), [7, 7]), (None, [9, 9])])
+    {
+        let start = route.unwrap_or(next);
+        assert_eq!(c.started_on, start);
+        let want = cpu::run_scalar(
+            &program,
+            &[Task {
+                route: start,
+                state,
+                input: program.input(&input).unwrap(),
+            }],
+        )[0];
+        assert_eq!(c.outcome, want);
+        state = want.state;
+        next = want.route;
+    }
+    // A held event is released when its predecessor is done and keeps its window.
+    assert_eq!(mine[1].record.release_ns, mine[0].record.done_ns);
+    assert_eq!(mine[1].record.deadline_ns - mine[1].record.release_ns, 10);
+    assert!(
+        done.iter()
+            .all(|c| c.record.launch_ns <= c.record.deadline_ns)
+    );
+    assert_eq!(driver.session(1), Some((next, state)));
+    assert!(matches!(
+        driver.submit(now, 99, None, &[], now),
+        Err(hearth_control::driver::DriverError::UnknownSession(99))
+    ));
 }

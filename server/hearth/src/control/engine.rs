@@ -115,6 +115,11 @@ pub enum Command {
     },
     /// Marks sessions changed again (their snapshot was not stored).
     Redirty(Vec<SessionRow>),
+    /// Sets `K_r` of a tenant's routes `(route id, K_r)` (after a calibration).
+    SetK {
+        tenant: Uuid,
+        ks: Vec<(String, Option<u32>)>,
+    },
     /// Runs everything queued, replies with the changed sessions and stops.
     Shutdown {
         reply: oneshot::Sender<Vec<SessionRow>>,
@@ -135,11 +140,19 @@ impl Executor for Shared {
     fn run(&mut self, program: &Program, tasks: &[Task]) -> Result<Vec<Outcome>, ExecError> {
         self.0.borrow_mut().run(program, tasks)
     }
+    fn run_sessions(
+        &mut self,
+        program: &Program,
+        sessions: &[u64],
+        tasks: &[Task],
+    ) -> Result<Vec<Outcome>, ExecError> {
+        self.0.borrow_mut().run_sessions(program, sessions, tasks)
+    }
 }
 
 struct Session {
+    /// Driver session id, unique across tenants (the executor is shared).
     id: u64,
-    route: u16,
     dirty: bool,
 }
 
@@ -147,7 +160,6 @@ struct Waiter {
     index: usize,
     policy: Arc<Policy>,
     session: String,
-    started_on: u16,
     reply: mpsc::UnboundedSender<Done>,
 }
 
@@ -155,7 +167,6 @@ struct TenantState {
     driver: Driver<Shared>,
     policies: HashMap<Uuid, Arc<Policy>>,
     sessions: HashMap<(Uuid, String), Session>,
-    next_session: u64,
     waiting: HashMap<u64, Waiter>,
     records: VecDeque<Record>,
 }
@@ -166,6 +177,7 @@ pub struct Engine {
     executor: Shared,
     epoch: Instant,
     tenants: HashMap<Uuid, TenantState>,
+    next_session: u64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -193,6 +205,7 @@ impl Engine {
             executor: Shared(Rc::new(RefCell::new(executor))),
             epoch,
             tenants: HashMap::new(),
+            next_session: 1,
         }
     }
 
@@ -251,7 +264,6 @@ impl Engine {
             driver: Driver::new(config, executor),
             policies: HashMap::new(),
             sessions: HashMap::new(),
-            next_session: 1,
             waiting: HashMap::new(),
             records: VecDeque::new(),
         })
@@ -281,24 +293,23 @@ impl Engine {
                     .tenants
                     .get(&policy.tenant_id)
                     .is_some_and(|t| t.policies.contains_key(&policy.policy_id));
+                let first = self.next_session;
                 let t = self.ensure_loaded(&policy);
+                let mut id = first;
                 if fresh {
-                    let first = policy.program.routes()[0].id().to_owned();
                     for (name, route, regs) in sessions {
-                        let id = t.next_session;
-                        t.next_session += 1;
-                        if t.driver.put_session(id, &first, regs).is_ok() {
-                            t.sessions.insert(
-                                (policy.policy_id, name),
-                                Session {
-                                    id,
-                                    route,
-                                    dirty: false,
-                                },
-                            );
+                        let Some(r) = policy.program.routes().get(usize::from(route)) else {
+                            tracing::warn!(session = %name, route, "stored control session names no route of its policy; dropped");
+                            continue;
+                        };
+                        if t.driver.put_session(id, r.id(), regs).is_ok() {
+                            t.sessions
+                                .insert((policy.policy_id, name), Session { id, dirty: false });
+                            id += 1;
                         }
                     }
                 }
+                self.next_session = id;
                 let _ = reply.send(());
             }
             Command::Submit {
@@ -312,26 +323,20 @@ impl Engine {
                 state,
                 reply,
             } => {
+                let id = self.next_session;
                 let t = self.ensure_loaded(&policy);
                 let key = (policy.policy_id, session);
-                let created = if t.sessions.contains_key(&key) {
-                    false
-                } else {
-                    let id = t.next_session;
-                    t.next_session += 1;
-                    let first = policy.program.routes()[0].id();
-                    t.driver
-                        .put_session(id, first, state.state)
-                        .expect("a loaded policy's route is registered");
-                    t.sessions.insert(
-                        key,
-                        Session {
-                            id,
-                            route: state.route,
-                            dirty: true,
-                        },
-                    );
-                    true
+                let route = policy.program.routes().get(usize::from(state.route));
+                let created = match route {
+                    Some(r) if !t.sessions.contains_key(&key) => {
+                        t.driver
+                            .put_session(id, r.id(), state.state)
+                            .expect("a loaded policy's route is registered");
+                        t.sessions.insert(key, Session { id, dirty: true });
+                        self.next_session += 1;
+                        true
+                    }
+                    _ => false,
                 };
                 let _ = reply.send(created);
             }
@@ -341,12 +346,11 @@ impl Engine {
                 reply,
             } => {
                 let t = self.ensure_loaded(&policy);
-                let found = t.sessions.get(&(policy.policy_id, session)).and_then(|s| {
-                    Some(SessionState {
-                        route: s.route,
-                        state: t.driver.session(s.id)?,
-                    })
-                });
+                let found = t
+                    .sessions
+                    .get(&(policy.policy_id, session))
+                    .and_then(|s| t.driver.session(s.id))
+                    .map(|(route, state)| SessionState { route, state });
                 let _ = reply.send(found);
             }
             Command::Stats {
@@ -386,6 +390,15 @@ impl Engine {
                     }
                 }
             }
+            Command::SetK { tenant, ks } => {
+                if let Some(t) = self.tenants.get_mut(&tenant) {
+                    for (id, k) in ks {
+                        if let Some(key) = t.driver.route_key(&id) {
+                            t.driver.set_k(key, k);
+                        }
+                    }
+                }
+            }
             Command::Shutdown { reply } => {
                 for t in self.tenants.values_mut() {
                     let now = since(self.epoch);
@@ -408,33 +421,39 @@ impl Engine {
             return;
         };
         for (index, e) in events.into_iter().enumerate() {
-            let next = t.next_session;
-            let s = t
-                .sessions
-                .entry((e.policy.policy_id, e.session.clone()))
-                .or_insert_with(|| Session {
-                    id: next,
-                    route: 0,
-                    dirty: true,
-                });
-            if s.id == next {
-                t.next_session += 1;
-            }
-            let started_on = e.route.unwrap_or(s.route);
-            let id = s.id;
-            let Some(key) = e
-                .policy
-                .program
-                .routes()
-                .get(usize::from(started_on))
-                .and_then(|r| t.driver.route_key(r.id()))
-            else {
-                tracing::error!(session = %e.session, "control event on an unregistered route");
-                continue;
+            let key = (e.policy.policy_id, e.session.clone());
+            let id = match t.sessions.get(&key) {
+                Some(s) => s.id,
+                None => {
+                    let id = self.next_session;
+                    self.next_session += 1;
+                    let first = e.policy.program.routes()[0].id();
+                    t.driver
+                        .put_session(id, first, e.policy.program.init())
+                        .expect("a loaded policy's route is registered");
+                    t.sessions.insert(key, Session { id, dirty: true });
+                    id
+                }
+            };
+            let route = match e.route {
+                None => None,
+                Some(r) => {
+                    let found = e
+                        .policy
+                        .program
+                        .routes()
+                        .get(usize::from(r))
+                        .and_then(|r| t.driver.route_key(r.id()));
+                    if found.is_none() {
+                        tracing::error!(session = %e.session, "control event on an unregistered route");
+                        continue;
+                    }
+                    found
+                }
             };
             match t
                 .driver
-                .submit(now, id, key, &e.input, now.saturating_add(e.deadline_ns))
+                .submit(now, id, route, &e.input, now.saturating_add(e.deadline_ns))
             {
                 Ok(event) => {
                     t.waiting.insert(
@@ -443,7 +462,6 @@ impl Engine {
                             index,
                             policy: e.policy,
                             session: e.session,
-                            started_on,
                             reply: reply.clone(),
                         },
                     );
@@ -468,7 +486,7 @@ impl Engine {
                 if !s.dirty {
                     continue;
                 }
-                let (Some(policy), Some(regs)) =
+                let (Some(policy), Some((route, regs))) =
                     (t.policies.get(policy_id), t.driver.session(s.id))
                 else {
                     continue;
@@ -478,7 +496,7 @@ impl Engine {
                     tenant_id,
                     policy_id: *policy_id,
                     session: name.clone(),
-                    route: i32::from(s.route),
+                    route: i32::from(route),
                     state: state_json(&policy.program, &regs),
                 });
             }
@@ -499,14 +517,13 @@ fn dispatch(t: &mut TenantState, done: Vec<Completed>, keep: usize) {
             continue;
         };
         if let Some(s) = t.sessions.get_mut(&(w.policy.policy_id, w.session.clone())) {
-            s.route = c.outcome.route;
             s.dirty = true;
         }
         let _ = w.reply.send(Done {
             index: w.index,
             policy: w.policy,
             session: w.session,
-            started_on: w.started_on,
+            started_on: c.started_on,
             outcome: c.outcome,
             record: c.record,
         });

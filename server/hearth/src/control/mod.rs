@@ -153,30 +153,7 @@ impl Control {
         let Some(row) = hearth_store::control::policy(db, tenant_id, policy_id).await? else {
             return Ok(None);
         };
-        let spec: Spec = serde_json::from_value(row.spec)?;
-        let program = Program::compile(spec)?;
-        let ids: Vec<String> = program.routes().iter().map(|r| r.id().to_owned()).collect();
-        let measured: HashMap<String, Option<i32>> =
-            hearth_store::control::route_ks(db, tenant_id, &ids)
-                .await?
-                .into_iter()
-                .collect();
-        let routes = program
-            .routes()
-            .iter()
-            .map(|r| {
-                let m = measured.get(r.id());
-                RouteInfo {
-                    name: r.name().to_owned(),
-                    id: r.id().to_owned(),
-                    k: match m {
-                        Some(k) => k.and_then(|k| u32::try_from(k).ok()),
-                        None => self.default_k,
-                    },
-                    calibrated: m.is_some(),
-                }
-            })
-            .collect();
+        let policy = Arc::new(self.describe(db, row).await?);
         let sessions = hearth_store::control::sessions(db, tenant_id, policy_id)
             .await?
             .into_iter()
@@ -188,13 +165,6 @@ impl Control {
                 Some((s.session, u16::try_from(s.route).ok()?, regs))
             })
             .collect();
-        let policy = Arc::new(Policy {
-            tenant_id,
-            policy_id,
-            program,
-            routes,
-            created_at: row.created_at,
-        });
         self.ask(|reply| Command::Load {
             policy: policy.clone(),
             sessions,
@@ -208,6 +178,127 @@ impl Control {
                 .or_insert(policy)
                 .clone(),
         ))
+    }
+
+    /// Every policy of `tenant`, by name then version, without loading
+    /// them into the engine (loaded ones as the engine runs them).
+    ///
+    /// # Errors
+    /// The store's.
+    pub async fn policies(&self, db: &PgPool, tenant_id: Uuid) -> anyhow::Result<Vec<Arc<Policy>>> {
+        let rows = hearth_store::control::policies(db, tenant_id).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.push(match self.cached(tenant_id, row.policy_id) {
+                Some(p) => p,
+                None => Arc::new(self.describe(db, row).await?),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Compiles a stored policy and looks up its routes' calibrated `K_r`.
+    async fn describe(
+        &self,
+        db: &PgPool,
+        row: hearth_store::control::PolicyRow,
+    ) -> anyhow::Result<Policy> {
+        let spec: Spec = serde_json::from_value(row.spec)?;
+        let program = Program::compile(spec)?;
+        let ids: Vec<String> = program.routes().iter().map(|r| r.id().to_owned()).collect();
+        let measured: HashMap<String, Option<i32>> =
+            hearth_store::control::route_ks(db, row.tenant_id, &ids)
+                .await?
+                .into_iter()
+                .collect();
+        let routes = program
+            .routes()
+            .iter()
+            .map(|r| self.route_info(r.name(), r.id(), &measured))
+            .collect();
+        Ok(Policy {
+            tenant_id: row.tenant_id,
+            policy_id: row.policy_id,
+            program,
+            routes,
+            created_at: row.created_at,
+        })
+    }
+
+    fn route_info(
+        &self,
+        name: &str,
+        id: &str,
+        measured: &HashMap<String, Option<i32>>,
+    ) -> RouteInfo {
+        let m = measured.get(id);
+        RouteInfo {
+            name: name.to_owned(),
+            id: id.to_owned(),
+            k: match m {
+                Some(k) => k.and_then(|k| u32::try_from(k).ok()),
+                None => self.default_k,
+            },
+            calibrated: m.is_some(),
+        }
+    }
+
+    /// Applies `K_r` calibrated since the policies were loaded (by `hearth
+    /// control calibrate`, possibly from another process) to the engine and
+    /// to the loaded policies; returns how many routes changed.
+    ///
+    /// # Errors
+    /// The store's, or [`Stopped`].
+    pub async fn refresh_k(&self, db: &PgPool) -> anyhow::Result<usize> {
+        let mut by_tenant: HashMap<Uuid, Vec<Arc<Policy>>> = HashMap::new();
+        for p in self.loaded.lock().expect("not poisoned").values() {
+            by_tenant.entry(p.tenant_id).or_default().push(p.clone());
+        }
+        let mut changed = 0;
+        for (tenant, policies) in by_tenant {
+            let ids: Vec<String> = policies
+                .iter()
+                .flat_map(|p| p.routes.iter().map(|r| r.id.clone()))
+                .collect();
+            let measured: HashMap<String, Option<i32>> =
+                hearth_store::control::route_ks(db, tenant, &ids)
+                    .await?
+                    .into_iter()
+                    .collect();
+            let mut ks = Vec::new();
+            for p in policies {
+                let routes: Vec<RouteInfo> = p
+                    .routes
+                    .iter()
+                    .map(|r| self.route_info(&r.name, &r.id, &measured))
+                    .collect();
+                if routes == p.routes {
+                    continue;
+                }
+                for (new, old) in routes.iter().zip(&p.routes) {
+                    if new.k != old.k {
+                        ks.push((new.id.clone(), new.k));
+                    }
+                }
+                let updated = Arc::new(Policy {
+                    tenant_id: p.tenant_id,
+                    policy_id: p.policy_id,
+                    program: p.program.clone(),
+                    routes,
+                    created_at: p.created_at,
+                });
+                self.loaded
+                    .lock()
+                    .expect("not poisoned")
+                    .insert((p.tenant_id, p.policy_id), updated);
+            }
+            if !ks.is_empty() {
+                changed += ks.len();
+                tracing::info!(%tenant, routes = ks.len(), "calibrated K_r applied to the control engine");
+                self.send(Command::SetK { tenant, ks })?;
+            }
+        }
+        Ok(changed)
     }
 
     fn cached(&self, tenant_id: Uuid, policy_id: Uuid) -> Option<Arc<Policy>> {
@@ -314,7 +405,8 @@ impl Control {
         Ok(rows.len())
     }
 
-    /// Snapshots on a cadence until the engine stops; spawn it.
+    /// Snapshots, and picks up newly calibrated `K_r`, on a cadence until
+    /// the engine stops; spawn it.
     pub async fn snapshot_every(self: Arc<Self>, db: PgPool, every: Duration) {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -326,6 +418,11 @@ impl Control {
                 Ok(n) => tracing::debug!(sessions = n, "control sessions snapshotted"),
                 Err(e) if e.is::<Stopped>() => return,
                 Err(e) => tracing::warn!(error = %e, "control session snapshot failed"),
+            }
+            match self.refresh_k(&db).await {
+                Ok(_) => {}
+                Err(e) if e.is::<Stopped>() => return,
+                Err(e) => tracing::warn!(error = %e, "reading calibrated K_r failed"),
             }
         }
     }

@@ -115,11 +115,16 @@ async fn load_policy(state: &AppState, tenant_id: Uuid, policy_id: Uuid) -> ApiR
     match state.control.policy(&state.db, tenant_id, policy_id).await {
         Ok(Some(p)) => Ok(p),
         Ok(None) => Err(ApiError::NotFound("policy")),
-        Err(e) => Err(match e.downcast::<hearth_store::Error>() {
-            Ok(e) => e.into(),
-            Err(e) if e.is::<crate::control::Stopped>() => ApiError::Unavailable(e),
-            Err(e) => ApiError::Internal(e),
-        }),
+        Err(e) => Err(store_error(e)),
+    }
+}
+
+/// The API error of a failure of the control runtime's store or engine.
+fn store_error(e: anyhow::Error) -> ApiError {
+    match e.downcast::<hearth_store::Error>() {
+        Ok(e) => e.into(),
+        Err(e) if e.is::<crate::control::Stopped>() => ApiError::Unavailable(e),
+        Err(e) => ApiError::Internal(e),
     }
 }
 
@@ -197,13 +202,17 @@ async fn list_policies(
     State(state): State<AppState>,
     tenant: Tenant,
 ) -> ApiResult<Json<ListPoliciesResponse>> {
-    let rows = hearth_store::control::policies(&state.db, tenant.tenant_id).await?;
-    let mut policies = Vec::with_capacity(rows.len());
-    for row in rows {
-        let p = load_policy(&state, tenant.tenant_id, row.policy_id).await?;
-        policies.push(PolicyResponse::from(&*p));
-    }
-    Ok(Json(ListPoliciesResponse { policies }))
+    let policies = state
+        .control
+        .policies(&state.db, tenant.tenant_id)
+        .await
+        .map_err(store_error)?;
+    Ok(Json(ListPoliciesResponse {
+        policies: policies
+            .iter()
+            .map(|p| PolicyResponse::from(&**p))
+            .collect(),
+    }))
 }
 
 /// A control policy of this tenant.
@@ -234,7 +243,8 @@ pub struct EventRequest {
     /// Input words (at most the policy's `inputs`; missing words read 0).
     #[serde(default)]
     pub input: Vec<u32>,
-    /// Launch deadline after arrival, in milliseconds (default: the service's).
+    /// Launch deadline after the event is ready (on arrival, or when the
+    /// session's previous event is done), in milliseconds (default: the service's).
     pub deadline_ms: Option<f64>,
 }
 
@@ -286,7 +296,7 @@ pub struct EventResult {
     pub executor: ExecutorKind,
     /// `batch` (on the active executor) or `fallback` (alone on the CPU path).
     pub path: &'static str,
-    /// Why it fell back: `no_batch`, `deadline`, `session_busy`, `drain`.
+    /// Why it fell back: `no_batch`, `deadline`, `drain`.
     pub fallback_reason: Option<String>,
     /// Whether the outcome is the CPU reference's.
     pub exact: bool,
@@ -448,6 +458,11 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
 /// when its deadline would pass first. Each result gives the new state, the
 /// next route, the effect and how it ran. With `Accept: application/x-ndjson`
 /// the results stream as one JSON line each, in completion order.
+///
+/// Events of one session apply in the order they arrive (within an array,
+/// array order), whatever their routes: a session's event becomes ready when
+/// its previous one is done, and its deadline counts from then. An event
+/// without `route` starts on the route its predecessor chose.
 #[utoipa::path(post, path = "/v1/control/events", tag = "control", operation_id = "create_events",
     request_body = EventsRequest,
     responses(
