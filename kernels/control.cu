@@ -1,22 +1,30 @@
 // Hearth control executor: one thread per event interprets its route's body
-// (the canonical encoding of hearth_control::policy::Program::words), with
-// the session registers resident in device memory. Compiled at run time with
-// NVRTC; no headers needed.
+// (the canonical encoding of hearth_control::policy::Program::words). Session
+// registers are resident in a device table (one row of NREG words per
+// session, hearth_control::resident); a batch names each event's row and
+// carries only the rows the device does not already hold. Compiled at run
+// time with NVRTC; no headers needed.
 //
-// A chain of H observation-free steps runs as
-//   control_step   -- every running event runs one step, then its per-event decision
+// A batch runs as
+//   control_begin  -- scatters the uploaded rows into the table, marks every
+//                     event running, resets the step counter
+//   then a chain of up to H observation-free steps:
+//   control_step   -- every running event runs one step on its table row,
+//                     then its per-event decision
 //   control_decide -- one block: batch-wide reduction, "any event still running",
 //                     step counter; sets the WHILE conditional of the graph, so
 //                     the next step is launched by the device and the decision is
 //                     never copied to the host
-// inside a CUDA graph WHILE conditional node (CUDA >= 12.3). The host
-// round-trip variant used for comparison replaces control_decide with
-// control_decide_host, which leaves the decision in ctl[1] for the host to
-// copy back before it launches the next step itself.
+// inside one CUDA graph (begin, then a WHILE conditional node around step and
+// decide; CUDA >= 12.3). The host round-trip variant used for comparison
+// replaces control_decide with control_decide_host, which leaves the decision
+// in ctl[1] for the host to copy back before it launches the next step itself.
 //
-// Buffers (n events): regs[n*16], inputs[n*8], route[n], running[n] (1/0),
-// steps[n], effect[n*7] = {emitted, code, len, v0, v1, v2, v3},
+// Buffers: w (program words), table[rows*NREG], in (packed input, below),
+// route[cap], running[cap] (1/0), out[cap*OUTW] (packed output, below),
 // ctl[2] = {steps done k, any running}.
+//   in  = {n, d, 0, 0}, slot[n], route[n], input[n*NIN], dslot[d], drow[d*NREG]
+//   out = per event: regs[NREG], route, steps, emitted, code, len, value[NEFF]
 
 typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
 extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle,
@@ -29,6 +37,8 @@ extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphC
 #define HDR 12
 #define IW 12
 #define DECIDE_THREADS 1024
+#define INHDR 4
+#define OUTW 25
 
 __device__ __forceinline__ unsigned mix32(unsigned a, unsigned b) {
     unsigned h = a ^ (b * 0x9E3779B9u);
@@ -68,23 +78,51 @@ __device__ __forceinline__ unsigned binop(unsigned op, unsigned a, unsigned b) {
     }
 }
 
-#define ARG(kind, val) ((kind) == 0u ? r[(val) & 15u] : (kind) == 1u ? in[(val) & 7u] : (val))
+#define ARG(kind, val) ((kind) == 0u ? r[(val) & 15u] : (kind) == 1u ? inp[(val) & 7u] : (val))
 
-extern "C" __global__ void control_step(const unsigned* __restrict__ w, unsigned n, unsigned* __restrict__ regs,
-                                        const unsigned* __restrict__ inputs, unsigned* __restrict__ route,
-                                        unsigned* __restrict__ running, unsigned* __restrict__ steps,
-                                        unsigned* __restrict__ effect, const unsigned* __restrict__ ctl) {
+extern "C" __global__ void control_begin(const unsigned* __restrict__ in, unsigned* __restrict__ table,
+                                         unsigned* __restrict__ route, unsigned* __restrict__ running,
+                                         unsigned* __restrict__ ctl) {
+    const unsigned n = in[0], d = in[1];
+    const unsigned* first = in + INHDR + n;
+    const unsigned* dslot = in + INHDR + (size_t)n * (2u + NIN);
+    const unsigned* drow = dslot + d;
+    const unsigned m = n > d ? n : d;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+        if (i < d) {
+            unsigned* row = table + (size_t)dslot[i] * NREG;
+#pragma unroll
+            for (int q = 0; q < NREG; ++q) row[q] = drow[(size_t)i * NREG + q];
+        }
+        if (i < n) {
+            route[i] = first[i];
+            running[i] = 1u;
+        }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        ctl[0] = 0u;
+        ctl[1] = n > 0u ? 1u : 0u;
+    }
+}
+
+extern "C" __global__ void control_step(const unsigned* __restrict__ w, const unsigned* __restrict__ in,
+                                        unsigned* __restrict__ table, unsigned* __restrict__ route,
+                                        unsigned* __restrict__ running, unsigned* __restrict__ out,
+                                        const unsigned* __restrict__ ctl) {
+    const unsigned n = in[0];
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || running[i] == 0u) return;
     const unsigned k = ctl[0] + 1u;
     const unsigned max_steps = w[5];
     const unsigned nroutes = w[4];
+    unsigned* row = table + (size_t)in[INHDR + i] * NREG;
+    const unsigned* inputs = in + INHDR + 2u * (size_t)n + (size_t)i * NIN;
     unsigned r[NREG];
-    unsigned in[NIN];
+    unsigned inp[NIN];
 #pragma unroll
-    for (int q = 0; q < NREG; ++q) r[q] = regs[(size_t)i * NREG + q];
+    for (int q = 0; q < NREG; ++q) r[q] = row[q];
 #pragma unroll
-    for (int q = 0; q < NIN; ++q) in[q] = inputs[(size_t)i * NIN + q];
+    for (int q = 0; q < NIN; ++q) inp[q] = inputs[q];
     const unsigned cur = route[i];
     unsigned next = cur;
     unsigned emitted = 0u, code = 0u, len = 0u, ev[NEFF] = {0u, 0u, 0u, 0u};
@@ -112,24 +150,30 @@ extern "C" __global__ void control_step(const unsigned* __restrict__ w, unsigned
             }
         }
     }
+    unsigned* o = out + (size_t)i * OUTW;
 #pragma unroll
-    for (int q = 0; q < NREG; ++q) regs[(size_t)i * NREG + q] = r[q];
+    for (int q = 0; q < NREG; ++q) {
+        row[q] = r[q];
+        o[q] = r[q];
+    }
     route[i] = next;
-    steps[i] = k;
-    unsigned* e = effect + (size_t)i * EFFW;
-    e[0] = emitted;
-    e[1] = code;
-    e[2] = len;
+    o[NREG] = next;
+    o[NREG + 1] = k;
+    o[NREG + 2] = emitted;
+    o[NREG + 3] = code;
+    o[NREG + 4] = len;
 #pragma unroll
-    for (int q = 0; q < NEFF; ++q) e[3 + q] = ev[q];
+    for (int q = 0; q < NEFF; ++q) o[NREG + 5 + q] = ev[q];
     bool alive = emitted == 0u && k < max_steps;
     if (alive && w[6] == 1u) alive = compare(w[7], ARG(w[8], w[9]), ARG(w[10], w[11]));
     running[i] = alive ? 1u : 0u;
 }
 
 // One block of DECIDE_THREADS threads: the batch-wide decision and "any running".
-__device__ void decide(const unsigned* __restrict__ w, unsigned n, const unsigned* __restrict__ regs,
-                       unsigned* __restrict__ running, unsigned* __restrict__ ctl) {
+__device__ void decide(const unsigned* __restrict__ w, const unsigned* __restrict__ in,
+                       const unsigned* __restrict__ out, unsigned* __restrict__ running,
+                       unsigned* __restrict__ ctl) {
+    const unsigned n = in[0];
     __shared__ unsigned s_min[DECIDE_THREADS], s_max[DECIDE_THREADS], s_sum[DECIDE_THREADS];
     __shared__ unsigned s_nz[DECIDE_THREADS], s_all[DECIDE_THREADS], s_run[DECIDE_THREADS];
     __shared__ unsigned s_pass;
@@ -138,7 +182,7 @@ __device__ void decide(const unsigned* __restrict__ w, unsigned n, const unsigne
     unsigned mn = 0xFFFFFFFFu, mx = 0u, sum = 0u, nz = 0u, all = 1u, run = 0u;
     for (unsigned i = t; i < n; i += blockDim.x) {
         if (running[i]) {
-            unsigned v = regs[(size_t)i * NREG + reg];
+            unsigned v = out[(size_t)i * OUTW + reg];
             mn = min(mn, v);
             mx = max(mx, v);
             sum += v;
@@ -182,15 +226,15 @@ __device__ void decide(const unsigned* __restrict__ w, unsigned n, const unsigne
         for (unsigned i = t; i < n; i += blockDim.x) running[i] = 0u;
 }
 
-extern "C" __global__ void control_decide(const unsigned* __restrict__ w, unsigned n,
-                                          const unsigned* __restrict__ regs, unsigned* __restrict__ running,
+extern "C" __global__ void control_decide(const unsigned* __restrict__ w, const unsigned* __restrict__ in,
+                                          const unsigned* __restrict__ out, unsigned* __restrict__ running,
                                           unsigned* __restrict__ ctl, cudaGraphConditionalHandle handle) {
-    decide(w, n, regs, running, ctl);
+    decide(w, in, out, running, ctl);
     if (threadIdx.x == 0) cudaGraphSetConditional(handle, ctl[1]);
 }
 
-extern "C" __global__ void control_decide_host(const unsigned* __restrict__ w, unsigned n,
-                                               const unsigned* __restrict__ regs, unsigned* __restrict__ running,
+extern "C" __global__ void control_decide_host(const unsigned* __restrict__ w, const unsigned* __restrict__ in,
+                                               const unsigned* __restrict__ out, unsigned* __restrict__ running,
                                                unsigned* __restrict__ ctl) {
-    decide(w, n, regs, running, ctl);
+    decide(w, in, out, running, ctl);
 }

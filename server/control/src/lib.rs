@@ -49,6 +49,7 @@
 //! * [`calibrate`] — `K_r` per route from measured timings.
 //! * [`swarm`] — the generated agent swarm of the bench.
 //! * [`random`] — random valid policies, states and inputs.
+//! * [`resident`] — host side of device-resident sessions: rows, uploads, packed buffers.
 //! * `cuda` (feature `cuda`) — the CUDA executor over `kernels/control.cu`.
 
 pub mod accounting;
@@ -60,6 +61,7 @@ pub mod cuda;
 pub mod driver;
 pub mod policy;
 pub mod random;
+pub mod resident;
 pub mod swarm;
 
 pub use cpu::{Effect, Outcome, Task};
