@@ -10,7 +10,7 @@ use std::time::Instant;
 use hearth_cohort::SplitMix64;
 use serde::{Deserialize, Serialize};
 
-use crate::cpu;
+use crate::cpu::{self, Outcome, Task};
 use crate::driver::{ExecError, Executor};
 use crate::policy::Program;
 use crate::random;
@@ -88,14 +88,28 @@ pub fn measure(
     let reps = reps.max(1);
     let mut out = Vec::with_capacity(sizes.len());
     for &size in sizes {
-        let tasks = random::tasks(&mut rng, program, size, Some(route));
-        // One warm-up run of each path so the first repetition is not an outlier.
-        executor.run(program, &tasks)?;
+        let mut tasks = random::tasks(&mut rng, program, size, Some(route));
+        // The same sessions every repetition, each starting from the state the
+        // last one left, as the service runs them (resident executors
+        // upload nothing after the first run).
+        let sessions: Vec<u64> = (0..size as u64).collect();
+        let advance = |tasks: &mut [Task], out: &[Outcome]| {
+            for (t, o) in tasks.iter_mut().zip(out) {
+                t.state = o.state;
+            }
+        };
+        // One warm-up run so the first repetition is not an outlier.
+        let outcomes = executor.run_sessions(program, &sessions, &tasks)?;
+        advance(&mut tasks, &outcomes);
         let mut batch = Vec::with_capacity(reps);
         let mut scalar = Vec::with_capacity(reps);
         for _ in 0..reps {
             let t0 = Instant::now();
-            std::hint::black_box(executor.run(program, std::hint::black_box(&tasks))?);
+            let outcomes = std::hint::black_box(executor.run_sessions(
+                program,
+                &sessions,
+                std::hint::black_box(&tasks),
+            )?);
             batch.push(t0.elapsed().as_nanos() as f64);
             let t0 = Instant::now();
             for t in &tasks {
@@ -105,6 +119,7 @@ pub fn measure(
                 ));
             }
             scalar.push(t0.elapsed().as_nanos() as f64);
+            advance(&mut tasks, &outcomes);
         }
         out.push(Timing {
             size,

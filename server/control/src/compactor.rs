@@ -201,17 +201,10 @@ impl Compactor {
                 })
                 .min();
             let Some((_, r)) = due else { break };
-            let q = &mut self.queues[r];
-            let k = q.k.unwrap_or(u32::MAX) as usize;
-            if q.events.len() >= k {
-                let n = q.events.len().min(self.config.max_batch);
-                actions.push(Action::Launch(Launch {
-                    batch: self.next_batch,
-                    route: r,
-                    events: q.events.drain(..n).collect(),
-                }));
-                self.next_batch += 1;
+            if let Some(launch) = self.take_batch(r) {
+                actions.push(Action::Launch(launch));
             } else {
+                let q = &mut self.queues[r];
                 while q.events.front().is_some_and(|e| e.deadline_ns <= horizon) {
                     let event = q.events.pop_front().expect("front exists");
                     actions.push(Action::Fallback {
@@ -244,20 +237,32 @@ impl Compactor {
             .min()
     }
 
+    /// The up to B earliest-deadline events of `route` as a batch, if it
+    /// holds at least `K_r`.
+    fn take_batch(&mut self, route: usize) -> Option<Launch> {
+        let q = &mut self.queues[route];
+        let k = q.k? as usize;
+        if q.events.len() < k {
+            return None;
+        }
+        let n = q.events.len().min(self.config.max_batch);
+        let launch = Launch {
+            batch: self.next_batch,
+            route,
+            events: q.events.drain(..n).collect(),
+        };
+        self.next_batch += 1;
+        Some(launch)
+    }
+
     /// Empties every queue: batches of at least `K_r` (at most B each), the rest to the CPU.
     pub fn drain(&mut self) -> Vec<Action> {
         let mut actions = Vec::new();
-        for (r, q) in self.queues.iter_mut().enumerate() {
-            let k = q.k.unwrap_or(u32::MAX) as usize;
-            while q.events.len() >= k {
-                let n = q.events.len().min(self.config.max_batch);
-                actions.push(Action::Launch(Launch {
-                    batch: self.next_batch,
-                    route: r,
-                    events: q.events.drain(..n).collect(),
-                }));
-                self.next_batch += 1;
+        for r in 0..self.queues.len() {
+            while let Some(launch) = self.take_batch(r) {
+                actions.push(Action::Launch(launch));
             }
+            let q = &mut self.queues[r];
             actions.extend(q.events.drain(..).map(|event| Action::Fallback {
                 route: r,
                 event,
