@@ -53,6 +53,8 @@ use crate::metrics::{Metrics, PoolGauges};
 const LEASE_KEY: i64 = 0x4845_4152_5448_0001;
 /// How often the scheduler looks for jobs and cancels from other replicas.
 const SYNC: Duration = Duration::from_millis(500);
+/// How often callers no pool tracks are dropped from the id maps.
+const CALLER_SWEEP: Duration = Duration::from_secs(60);
 
 /// Settings of the scheduler, taken from the service configuration.
 #[derive(Debug, Clone)]
@@ -291,6 +293,9 @@ struct State {
     next_job: u64,
     callers: HashMap<(Uuid, String), CallerId>,
     caller_names: HashMap<CallerId, (Uuid, String)>,
+    next_caller: u64,
+    /// When callers no pool tracks were last dropped.
+    callers_swept_at: Option<Instant>,
     tenants: HashMap<Uuid, TenantId>,
     tenant_uuids: HashMap<TenantId, Uuid>,
     /// Newest job id seen, for picking up jobs other replicas accepted.
@@ -310,10 +315,22 @@ impl State {
         if let Some(&id) = self.callers.get(&key) {
             return id;
         }
-        let id = CallerId(self.callers.len() as u64);
+        let id = CallerId(self.next_caller);
+        self.next_caller += 1;
         self.callers.insert(key.clone(), id);
         self.caller_names.insert(id, key);
         id
+    }
+
+    /// Drops the ids of callers no pool tracks any more (they went idle past
+    /// the pools' caller TTL), so memory follows live callers rather than
+    /// every caller name ever seen. A caller that comes back gets a new id.
+    fn forget_callers(&mut self) {
+        let pools = &self.pools;
+        self.caller_names
+            .retain(|&id, _| pools.values().any(|pp| pp.pool.knows_caller(id)));
+        let names = &self.caller_names;
+        self.callers.retain(|_, id| names.contains_key(id));
     }
 
     /// Hands `profile`'s pod to a tenant's job; `None` if the pool no longer
@@ -1119,6 +1136,14 @@ impl Scheduler {
                     tracing::error!(profile = %name, error = %e, "pool tick failed");
                 }
             }
+            let now = Instant::now();
+            if st
+                .callers_swept_at
+                .is_none_or(|t| now.duration_since(t) >= CALLER_SWEEP)
+            {
+                st.forget_callers();
+                st.callers_swept_at = Some(now);
+            }
         }
         self.perform(actions);
     }
@@ -1512,6 +1537,55 @@ mod tests {
             message.contains("`loop-a`") && !message.contains("loop-b"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn callers_no_pool_tracks_are_forgotten_and_ids_never_reused() {
+        let mut st = State::default();
+        let t = Uuid::now_v7();
+        let kept = st.caller_id(t, "busy");
+        let gone = st.caller_id(t, "idle");
+        let settings = PoolSettings {
+            kind: Kind::Firepool,
+            standby_min: 0,
+            standby_max: 0,
+            keep_alive_min: Duration::from_secs(1),
+            keep_alive_max: Duration::from_secs(10),
+            budget_floor_gpus: None,
+            budget_ceiling_gpus: None,
+            gpus: Gpus {
+                count: 0,
+                real: false,
+            },
+        };
+        let config = settings.config_for(&Profile::cpu("cpu"), 0).unwrap();
+        let mut pool = Pool::new(Kind::Firepool, config).unwrap();
+        let mut out = Vec::new();
+        pool.handle(
+            PoolInstant::ZERO,
+            Event::JobQueued(Request::new(JobId(1), kept, TenantId(0))),
+            &mut out,
+        )
+        .unwrap();
+        st.pools.insert(
+            "cpu".to_owned(),
+            ProfilePool {
+                profile: Profile::cpu("cpu"),
+                pool,
+                gpu_first: 0,
+                slots: HashMap::new(),
+                by_runtime: HashMap::new(),
+                share_ms: [0.0; 4],
+                held_at: PoolInstant::ZERO,
+            },
+        );
+        st.forget_callers();
+        assert_eq!(st.caller_id(t, "busy"), kept);
+        assert!(!st.caller_names.contains_key(&gone));
+        assert_eq!(st.callers.len(), 1);
+        let back = st.caller_id(t, "idle");
+        assert_ne!(back, gone);
+        assert_ne!(back, kept);
     }
 
     #[test]

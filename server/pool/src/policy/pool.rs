@@ -357,6 +357,14 @@ impl Pool {
         self.keep_alive_ms(caller).map(Duration::from_millis)
     }
 
+    /// Whether the policy still tracks `caller`: it has jobs queued or
+    /// running, warm pods, or was seen within [`Config::caller_ttl`]. A caller
+    /// it forgot starts afresh (no affinity, default keep-alive) when it
+    /// comes back, so the caller's id mapping can be dropped with it.
+    pub fn knows_caller(&self, caller: CallerId) -> bool {
+        self.callers.contains_key(&caller)
+    }
+
     fn keep_alive_ms(&self, caller: CallerId) -> Option<u64> {
         if !self.mode.warm {
             return None;

@@ -946,3 +946,20 @@ fn a_job_that_waited_for_a_pod_start_counts_as_cold_whatever_the_pod_was_for() {
         ("starting", None, 1)
     );
 }
+
+#[test]
+fn idle_callers_are_forgotten_after_their_ttl() {
+    let mut c = cfg();
+    c.caller_ttl = Duration::from_secs(10);
+    let (mut f, _) = Fake::new(keepalive(2), c);
+    f.at(0).run(1, 7);
+    assert!(f.pool.knows_caller(CallerId(7)));
+    f.at(200).finish(1);
+    f.at(5_000).ev(Event::Tick);
+    assert!(f.pool.knows_caller(CallerId(7)), "seen within the TTL");
+    for t in (6_000..=40_000).step_by(1_000) {
+        f.at(t).ev(Event::Tick);
+    }
+    assert!(!f.pool.knows_caller(CallerId(7)), "idle past the TTL");
+    assert!(!f.pool.knows_caller(CallerId(8)));
+}
