@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use hearth_core::agent::{Frame, Outcome, Run, error_code};
 
-use crate::run::{Ending, supervise};
+use crate::run::{Ending, Process, supervise};
 use crate::serve::{Agent, Exchange, error_frame, lock};
 
 /// Most of pip's output kept for an error report (its tail, where the error is).
@@ -127,9 +127,6 @@ fn ensure_venv(agent: &Agent, ex: &Exchange, key: &str, pkgs: &[String]) -> Resu
         return Ok(true);
     }
     let _ = remove_any(&host_dir);
-    // Each install step ends with a sweep of the pod's cgroups, which would
-    // take the sandbox built ahead with it.
-    agent.discard_warm();
     let result = build_venv(agent, ex, key, pkgs);
     match result {
         Ok(()) => {
@@ -258,7 +255,7 @@ fn run_logged(
         cmd.stdin(Stdio::null())
             .stdout(writer.try_clone()?)
             .stderr(writer);
-        agent.sandbox.spawn(cmd)?
+        Process::Child(agent.sandbox.spawn(cmd)?)
     };
     let gen_ = ex.next_gen();
     let tx = ex.events_tx.clone();

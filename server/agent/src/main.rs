@@ -5,12 +5,14 @@
 //!
 //! Modules: [`args`] (command line), [`serve`] (connections and the protocol),
 //! [`bind`] (files, input, dependency environments), [`run`] (spawning,
-//! streaming, timeouts), [`sandbox`] (bubblewrap, cgroups, killing trees).
+//! streaming, timeouts), [`sandbox`] (bubblewrap, cgroups, killing trees),
+//! [`resident`] (a pod's sandbox serving job after job).
 
 use std::process::ExitCode;
 
 mod args;
 mod bind;
+mod resident;
 mod run;
 mod sandbox;
 mod serve;
@@ -19,7 +21,7 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match argv.first().map(String::as_str) {
         Some(sandbox::ENTER_CGROUPS) => return sandbox::enter_cgroups_and_exec(&argv[1..]),
-        Some(sandbox::AWAIT_JOB) => return sandbox::await_job_and_exec(),
+        Some(resident::SERVE_JOBS) => return resident::serve_jobs(),
         _ => {}
     }
     let args = match args::parse(argv) {

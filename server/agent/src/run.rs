@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use hearth_core::agent::{Frame, INPUT_ENV, OUTPUT_ENV, Outcome, Run, Stream, error_code};
 
+use crate::args::SandboxKind;
 use crate::bind;
+use crate::resident::{ExitWatch, Resident, ResidentJob};
 use crate::sandbox::{self, Inside, Sandbox};
 use crate::serve::{Agent, Exchange, Out, error_frame};
 
@@ -58,12 +60,13 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
     // Getting the sandbox (waiting for the one built ahead, or building one)
     // is part of binding, not of the job's own run time.
     let sandbox_start = Instant::now();
-    let started_child = start(agent, &run.command, &env);
+    let input = serde_json::to_vec(&run.input).unwrap_or_default();
+    let started_process = start(agent, &run.command, &env, input);
     let sandbox_ms = sandbox_start.elapsed().as_secs_f64() * 1000.0;
     let bind_ms = bound.bind_ms + sandbox_ms;
     let started = Instant::now();
-    let mut child = match started_child {
-        Ok(child) => child,
+    let (mut process, stdout, stderr) = match started_process {
+        Ok(started) => started,
         Err(e) => {
             return error_frame(
                 error_code::SPAWN_FAILED,
@@ -75,35 +78,20 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
         bind_ms,
         deps_cached: bound.deps_cached,
     });
-    if agent.sandbox.has_pid_namespace() {
-        // The sandbox built ahead is now this job's: build the next one
-        // while it runs.
-        agent.prewarm_in_background();
-    }
-    let job = agent.register(child.id());
+    let job = agent.register(process.id());
     let gen_ = ex.next_gen();
-
-    if let Some(mut stdin) = child.stdin.take() {
-        let input = serde_json::to_vec(&run.input).unwrap_or_default();
-        // A job that never reads its stdin must not block the agent.
-        let _ = std::thread::Builder::new()
-            .name("stdin".into())
-            .spawn(move || {
-                let _ = stdin.write_all(&input);
-            });
-    }
     let mut streams = 0;
-    if let Some(stdout) = child.stdout.take() {
+    if let Some(stdout) = stdout {
         streams += spawn_pump(stdout, Stream::Stdout, run.max_log_bytes, ex, gen_);
     }
-    if let Some(stderr) = child.stderr.take() {
+    if let Some(stderr) = stderr {
         streams += spawn_pump(stderr, Stream::Stderr, run.max_log_bytes, ex, gen_);
     }
 
     let deadline = deadline_after(started, run.timeout_ms);
     let ending = supervise(
         &agent.sandbox,
-        &mut child,
+        &mut process,
         deadline,
         &ex.events,
         gen_,
@@ -111,6 +99,7 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
     );
     let run_ms = started.elapsed().as_secs_f64() * 1000.0;
     agent.unregister(job);
+    agent.end_process(process);
 
     let (outcome, exit_code) = match ending {
         Ending::Exited(status) => (Outcome::Exited, sandbox::exit_code(status)),
@@ -135,19 +124,144 @@ pub fn deadline_after(start: Instant, timeout_ms: u64) -> Instant {
         .unwrap_or(start)
 }
 
-/// Starts the job in the sandbox built ahead, or in a new one.
-fn start(agent: &Agent, argv: &[String], env: &BTreeMap<String, String>) -> io::Result<Child> {
+/// A job's output stream.
+type Output = Option<Box<dyn Read + Send>>;
+
+/// Starts the job with `input` on its stdin: in the pod's resident sandbox
+/// (bubblewrap), else as a process of its own. Returns it with its stdout
+/// and stderr.
+fn start(
+    agent: &Agent,
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    input: Vec<u8>,
+) -> io::Result<(Process, Output, Output)> {
     if argv.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     }
-    if let Some(child) = agent.take_warm().and_then(|warm| warm.start(argv, env)) {
-        return Ok(child);
+    if agent.sandbox.kind() == SandboxKind::Bwrap {
+        let mut last = None;
+        // A sandbox kept from an earlier job may have died meanwhile: one retry
+        // with a new one.
+        for _ in 0..2 {
+            let mut sandbox = match agent.take_resident() {
+                Some(r) => r,
+                None => agent.sandbox.prepare(&agent.layout)?,
+            };
+            match sandbox.start(argv, env, &input) {
+                Ok(ResidentJob {
+                    stdout,
+                    stderr,
+                    exit,
+                }) => {
+                    let process = Process::Resident {
+                        sandbox,
+                        exit,
+                        ended: false,
+                    };
+                    return Ok((process, Some(Box::new(stdout)), Some(Box::new(stderr))));
+                }
+                Err(e) => {
+                    sandbox.kill();
+                    last = Some(e);
+                }
+            }
+        }
+        return Err(last.unwrap_or_else(|| io::Error::other("no sandbox")));
     }
     let mut cmd = agent.sandbox.command(&agent.layout, argv, env)?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    agent.sandbox.spawn(cmd)
+    let mut child = agent.sandbox.spawn(cmd)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A job that never reads its stdin must not block the agent.
+        let _ = std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let _ = stdin.write_all(&input);
+            });
+    }
+    let stdout: Output = child
+        .stdout
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    let stderr: Output = child
+        .stderr
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    Ok((Process::Child(child), stdout, stderr))
+}
+
+/// A running job: a process of its own, or a job in a resident sandbox.
+#[derive(Debug)]
+pub enum Process {
+    Child(Child),
+    Resident {
+        sandbox: Resident,
+        exit: ExitWatch,
+        /// The sandbox was ended (timeout, cancel, leftovers).
+        ended: bool,
+    },
+}
+
+impl Process {
+    /// The pid that ends the job's tree when killed.
+    pub fn id(&self) -> u32 {
+        match self {
+            Process::Child(c) => c.id(),
+            Process::Resident { sandbox, .. } => sandbox.id(),
+        }
+    }
+
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self {
+            Process::Child(c) => c.try_wait(),
+            Process::Resident { exit, .. } => Ok(exit.poll().map(|e| e.status)),
+        }
+    }
+
+    fn kill_tree(&mut self, sandbox: &Sandbox) {
+        match self {
+            Process::Child(c) => sandbox.kill_tree(c),
+            Process::Resident {
+                sandbox: r, ended, ..
+            } => {
+                r.kill();
+                *ended = true;
+            }
+        }
+    }
+
+    /// After the job exited by itself: ends what it left behind (in a
+    /// resident sandbox, the whole sandbox).
+    fn kill_leftovers(&mut self, sandbox: &Sandbox) {
+        match self {
+            Process::Child(c) => sandbox.kill_leftovers(c.id()),
+            Process::Resident {
+                sandbox: r,
+                exit,
+                ended,
+            } => {
+                if exit.poll().is_none_or(|e| e.leftovers) {
+                    r.kill();
+                    *ended = true;
+                }
+            }
+        }
+    }
+
+    /// The resident sandbox, if it can take the next job.
+    pub fn into_reusable(self) -> Option<Resident> {
+        match self {
+            Process::Resident {
+                sandbox,
+                ended: false,
+                ..
+            } => Some(sandbox),
+            _ => None,
+        }
+    }
 }
 
 /// The job's whole environment: nothing of the agent's leaks in.
@@ -197,7 +311,7 @@ pub fn job_env(
 /// passed), so every line is sent before the final frame.
 pub fn supervise(
     sandbox: &Sandbox,
-    child: &mut Child,
+    child: &mut Process,
     deadline: Instant,
     events: &Receiver<Event>,
     gen_: u64,
@@ -208,19 +322,19 @@ pub fn supervise(
     let ending = loop {
         match child.try_wait() {
             Ok(Some(status)) => {
-                sandbox.kill_leftovers(child.id());
+                child.kill_leftovers(sandbox);
                 break Ending::Exited(status);
             }
             Ok(None) => {}
             Err(e) => {
                 eprintln!("hearth-agent: wait: {e}");
-                sandbox.kill_tree(child);
+                child.kill_tree(sandbox);
                 break Ending::Cancelled;
             }
         }
         let now = Instant::now();
         if now >= deadline {
-            sandbox.kill_tree(child);
+            child.kill_tree(sandbox);
             break Ending::TimedOut;
         }
         // Once the pipes closed the process is about to be reapable: poll
@@ -231,7 +345,7 @@ pub fn supervise(
         };
         match events.recv_timeout(tick.min(deadline - now)) {
             Ok(Event::Cancel) => {
-                sandbox.kill_tree(child);
+                child.kill_tree(sandbox);
                 break Ending::Cancelled;
             }
             Ok(Event::Eof(g)) if g == gen_ => {

@@ -1,40 +1,29 @@
 //! How a process of a job is started and killed: the pod directory layout, the
-//! bubblewrap command line (or none), the pod's cgroups, sandboxes built ahead
-//! of their job, and killing a whole process tree. Everything a job or a
-//! dependency install runs is started by [`Sandbox::command`] or
-//! [`Sandbox::prepare`] and ended by [`Sandbox::kill_tree`]. The agent binary
-//! doubles as two tiny helpers here: the cgroup launcher and the waiter.
+//! bubblewrap command line (or none), the pod's cgroups, resident sandboxes
+//! ([`crate::resident`]) and killing a whole process tree. Everything a job or
+//! a dependency install runs is started by [`Sandbox::command`] or inside a
+//! sandbox from [`Sandbox::prepare`], and ended by [`Sandbox::kill_tree`] or
+//! by ending its sandbox. The agent binary doubles as the cgroup launcher.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
+use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use crate::args::{Args, SandboxKind};
+use crate::resident::{Resident, SERVE_JOBS};
 
 /// First argument that turns the agent binary into the small launcher that
 /// joins the pod's cgroups and then execs the job (so the job is limited from
 /// its first instruction, with no race against its first fork).
 pub const ENTER_CGROUPS: &str = "enter-cgroups";
 
-/// First argument that turns the agent binary into a waiter inside a
-/// prepared sandbox: it reads the job's command and environment from stdin,
-/// then execs it. Building a sandbox is most of a job's start time, so the
-/// agent prepares the next one while the pod is idle.
-pub const AWAIT_JOB: &str = "await-job";
-
-/// Where the agent binary is bound inside bubblewrap (for the waiter).
+/// Where the agent binary is bound inside bubblewrap (for the supervisor).
 const AGENT_INSIDE: &str = "/.hearth-agent";
-/// The byte a waiter writes to stdout once its sandbox is up.
-const READY: u8 = b'R';
-/// How long a job waits for a sandbox still being built ahead (it started
-/// earlier, so it is ready sooner than a new one would be).
-const READY_WAIT: Duration = Duration::from_secs(5);
 
 /// A standard PATH appended after the venv and the interpreter's directory.
 const STANDARD_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -369,32 +358,19 @@ impl Sandbox {
         self.spawner.spawn(cmd)
     }
 
-    /// Builds a sandbox ahead of its job; same isolation as
+    /// Builds a resident sandbox (bubblewrap only): the supervisor that runs
+    /// the pod's jobs one after another, with the isolation of
     /// [`Sandbox::command`].
-    pub fn prepare(&self, layout: &Layout) -> io::Result<Warm> {
-        let exe = match self.kind {
-            SandboxKind::Bwrap => AGENT_INSIDE.to_owned(),
-            SandboxKind::None => self.agent_exe.display().to_string(),
-        };
-        let mut cmd = self.command(layout, &[exe, AWAIT_JOB.to_owned()], &BTreeMap::new())?;
+    pub fn prepare(&self, layout: &Layout) -> io::Result<Resident> {
+        if self.kind != SandboxKind::Bwrap {
+            return Err(io::Error::other("resident sandboxes need bubblewrap"));
+        }
+        let argv = [AGENT_INSIDE.to_owned(), SERVE_JOBS.to_owned()];
+        let mut cmd = self.command(layout, &argv, &BTreeMap::new())?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = self.spawn(cmd)?;
-        let Some(mut stdout) = child.stdout.take() else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other("no stdout pipe"));
-        };
-        let (tx, ready) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("sandbox-ready".into())
-            .spawn(move || {
-                let mut byte = [0u8; 1];
-                let ok = stdout.read_exact(&mut byte).is_ok() && byte[0] == READY;
-                let _ = tx.send(ok.then_some(stdout));
-            })?;
-        Ok(Warm { child, ready })
+            .stderr(Stdio::inherit());
+        Resident::new(self.spawn(cmd)?)
     }
 
     /// Without bubblewrap's pid namespace or a cgroup, the process group is
@@ -632,138 +608,10 @@ pub fn enter_cgroups_and_exec(argv: &[String]) -> ExitCode {
     })
 }
 
-/// A sandbox built ahead of its job, waiting in [`await_job_and_exec`].
-#[derive(Debug)]
-pub struct Warm {
-    child: Child,
-    /// Its stdout, once it said it is ready; `None` if it failed instead.
-    ready: Receiver<Option<ChildStdout>>,
-}
-
-impl Warm {
-    /// Hands `argv` to the sandbox once it is ready and returns it as the
-    /// job's process. `None` (the sandbox is gone) if it never got ready.
-    pub fn start(mut self, argv: &[String], env: &BTreeMap<String, String>) -> Option<Child> {
-        if let Ok(Some(stdout)) = self.ready.recv_timeout(READY_WAIT) {
-            self.child.stdout = Some(stdout);
-            if let Some(stdin) = self.child.stdin.as_mut()
-                && send_job(stdin, argv, env).is_ok()
-            {
-                return Some(self.child);
-            }
-        }
-        eprintln!("hearth-agent: a sandbox built ahead was not usable; building a new one");
-        self.discard();
-        None
-    }
-
-    pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// Ends the sandbox unused.
-    pub fn discard(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The fixed-size header before a job message: its length, in decimal.
-const HEADER_LEN: usize = 16;
-
-/// Hands a job to a waiting sandbox: a length header, then the JSON of
-/// `argv` and `env`. The job's stdin continues after it.
-pub fn send_job(
-    stdin: &mut ChildStdin,
-    argv: &[String],
-    env: &BTreeMap<String, String>,
-) -> io::Result<()> {
-    let body = serde_json::to_vec(&serde_json::json!({ "argv": argv, "env": env }))
-        .map_err(io::Error::other)?;
-    let mut message = format!("{:0width$}\n", body.len(), width = HEADER_LEN - 1).into_bytes();
-    message.extend_from_slice(&body);
-    stdin.write_all(&message)
-}
-
-/// The waiter mode: `hearth-agent await-job`. Says it is ready, reads exactly
-/// one job message from stdin (unbuffered, so the job's input stays in the
-/// pipe) and execs it.
-pub fn await_job_and_exec() -> ExitCode {
-    let mut stdout = io::stdout();
-    if stdout
-        .write_all(&[READY])
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        return ExitCode::from(126);
-    }
-    let job = io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from)
-        .and_then(|mut stdin| {
-            let mut header = [0u8; HEADER_LEN];
-            stdin.read_exact(&mut header)?;
-            let len: usize = std::str::from_utf8(&header)
-                .ok()
-                .and_then(|h| h.trim().parse().ok())
-                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad job header"))?;
-            let mut body = vec![0u8; len];
-            stdin.read_exact(&mut body)?;
-            Job::parse(&body).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad job"))
-        });
-    let job = match job {
-        Ok(job) => job,
-        // The agent discarded this sandbox without using it.
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hearth-agent {AWAIT_JOB}: {e}");
-            return ExitCode::from(126);
-        }
-    };
-    let Some((program, args)) = job.argv.split_first() else {
-        eprintln!("hearth-agent {AWAIT_JOB}: empty command");
-        return ExitCode::from(126);
-    };
-    let err = Command::new(program)
-        .args(args)
-        .env_clear()
-        .envs(&job.env)
-        .exec();
-    eprintln!("hearth-agent: cannot run {program}: {err}");
-    ExitCode::from(if err.kind() == io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    })
-}
-
-/// A job message, as [`send_job`] writes it.
-#[derive(Debug, PartialEq, Eq)]
-struct Job {
-    argv: Vec<String>,
-    env: BTreeMap<String, String>,
-}
-
-impl Job {
-    fn parse(body: &[u8]) -> Option<Job> {
-        let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-        let argv = value["argv"]
-            .as_array()?
-            .iter()
-            .map(|a| a.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()?;
-        let env = value["env"]
-            .as_object()?
-            .iter()
-            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-            .collect::<Option<BTreeMap<_, _>>>()?;
-        Some(Job { argv, env })
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::io::Read as _;
+
     use super::*;
 
     fn sandbox(kind: SandboxKind, network: bool) -> Sandbox {
@@ -900,16 +748,6 @@ mod tests {
         );
         let _ = child.kill();
         let _ = child.wait();
-    }
-
-    #[test]
-    fn job_messages_round_trip() {
-        let env: BTreeMap<String, String> = [("PATH".to_owned(), "/bin".to_owned())].into();
-        let argv = vec!["python3".to_owned(), "-c".to_owned(), "print(1)".to_owned()];
-        let body = serde_json::to_vec(&serde_json::json!({ "argv": argv, "env": env })).unwrap();
-        assert_eq!(Job::parse(&body), Some(Job { argv, env }));
-        assert_eq!(Job::parse(br#"{"argv": [1], "env": {}}"#), None);
-        assert_eq!(Job::parse(b"nope"), None);
     }
 
     #[test]

@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use hearth_core::agent::{Frame, PROTOCOL_VERSION, Request, error_code};
 
-use crate::args::{Args, Listen};
-use crate::run::{self, Event};
-use crate::sandbox::{Layout, Sandbox, Warm};
+use crate::args::{Args, Listen, SandboxKind};
+use crate::resident::Resident;
+use crate::run::{self, Event, Process};
+use crate::sandbox::{Layout, Sandbox};
 
 /// State shared by every connection of the agent.
 #[derive(Debug)]
@@ -34,14 +35,14 @@ pub struct Agent {
     /// Running jobs: id -> pid of the sandbox process.
     jobs: Mutex<BTreeMap<u64, u32>>,
     next_job: AtomicU64,
-    /// Sandboxes built ahead, oldest first, waiting for the next jobs.
-    warm: Mutex<VecDeque<Warm>>,
+    /// Resident sandboxes waiting for the next jobs, the next one first.
+    residents: Mutex<VecDeque<Resident>>,
 }
 
-/// Sandboxes kept built ahead. Building one takes longer than a short job
-/// (mostly the kernel setting up and tearing down namespaces), so a caller
-/// sending jobs back to back would otherwise wait for each; two in the making
-/// keep up with it.
+/// Resident sandboxes kept ready (bubblewrap only). Jobs reuse the sandbox
+/// of the job before them; a spare is ready for when a job ends its own
+/// (timeout, cancel, processes left behind), since building one takes longer
+/// than a short job.
 const PREPARED: usize = 2;
 
 impl Agent {
@@ -56,26 +57,28 @@ impl Agent {
             run_lock: Mutex::new(()),
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(0),
-            warm: Mutex::new(VecDeque::with_capacity(PREPARED)),
+            residents: Mutex::new(VecDeque::with_capacity(PREPARED)),
         })
     }
 
     /// Builds sandboxes for the next jobs now, while the pod is idle, until
-    /// [`PREPARED`] are waiting.
+    /// [`PREPARED`] are waiting (bubblewrap only: without it a job is a
+    /// process of its own).
     pub fn prewarm(&self) {
-        let mut warm = lock(&self.warm);
-        let mut alive = VecDeque::with_capacity(PREPARED);
-        for mut w in warm.drain(..) {
-            if w.is_alive() {
-                alive.push_back(w);
-            } else {
-                w.discard();
-            }
+        if self.sandbox.kind() != SandboxKind::Bwrap {
+            return;
         }
-        *warm = alive;
-        while warm.len() < PREPARED {
+        let mut residents = lock(&self.residents);
+        residents.retain_mut(|r| {
+            let alive = r.is_alive();
+            if !alive {
+                r.kill();
+            }
+            alive
+        });
+        while residents.len() < PREPARED {
             match self.sandbox.prepare(&self.layout) {
-                Ok(prepared) => warm.push_back(prepared),
+                Ok(prepared) => residents.push_back(prepared),
                 Err(e) => {
                     eprintln!("hearth-agent: cannot prepare a sandbox: {e}");
                     break;
@@ -84,7 +87,7 @@ impl Agent {
         }
     }
 
-    /// Starts building the next job's sandbox on another thread.
+    /// Starts building a spare sandbox on another thread.
     pub fn prewarm_in_background(self: &Arc<Self>) {
         let agent = Arc::clone(self);
         let spawned = std::thread::Builder::new()
@@ -95,17 +98,26 @@ impl Agent {
         }
     }
 
-    /// The oldest sandbox built ahead (the likeliest to be ready), if any.
-    pub fn take_warm(&self) -> Option<Warm> {
-        lock(&self.warm).pop_front()
+    /// The sandbox for the next job, if one is ready.
+    pub fn take_resident(&self) -> Option<Resident> {
+        lock(&self.residents).pop_front()
     }
 
-    /// Ends the sandbox built ahead (before the pod's cgroups are swept, or
-    /// the pod is wiped).
-    pub fn discard_warm(&self) {
-        let all: Vec<Warm> = lock(&self.warm).drain(..).collect();
-        for warm in all {
-            warm.discard();
+    /// After a job: its sandbox serves the next job if the job left it clean;
+    /// otherwise it is gone and a spare is built.
+    pub fn end_process(self: &Arc<Self>, process: Process) {
+        match process.into_reusable() {
+            Some(resident) => lock(&self.residents).push_front(resident),
+            None if self.sandbox.kind() == SandboxKind::Bwrap => self.prewarm_in_background(),
+            None => {}
+        }
+    }
+
+    /// Ends the waiting sandboxes (before the pod is wiped, or the agent exits).
+    pub fn discard_residents(&self) {
+        let all: Vec<Resident> = lock(&self.residents).drain(..).collect();
+        for mut r in all {
+            r.kill();
         }
     }
 
@@ -122,7 +134,7 @@ impl Agent {
 
     /// Kills every running job's tree (the agent is about to exit).
     fn kill_all_jobs(&self) {
-        self.discard_warm();
+        self.discard_residents();
         let pids: Vec<u32> = lock(&self.jobs).values().copied().collect();
         self.sandbox.kill_pids_and_trees(&pids);
     }
@@ -132,7 +144,7 @@ impl Agent {
     fn wipe(&self) -> io::Result<()> {
         let _run = lock(&self.run_lock);
         let _guard = lock(&self.venv_lock);
-        self.discard_warm();
+        self.discard_residents();
         for dir in self.layout.job_dirs() {
             std::fs::create_dir_all(dir)?;
             for entry in std::fs::read_dir(dir)? {

@@ -1077,3 +1077,46 @@ async fn an_agent_that_dies_at_start_fails_the_start_cleanly() {
     assert!(cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
     let _ = std::fs::remove_dir_all(&state);
 }
+
+#[tokio::test]
+async fn jobs_share_the_pods_sandbox_but_nothing_a_job_leaves_behind() {
+    let mut h = Harness::new(None);
+    if !h.has("namespaces") {
+        eprintln!("skipped: bubblewrap unavailable");
+        return;
+    }
+    let pod = h.start(profile(false)).await;
+    let pid_of = |frames: &[Frame]| -> u32 { lines(frames, Stream::Stdout)[0].parse().unwrap() };
+    // Back to back, the second job runs in the sandbox of the first (its pid
+    // namespace has moved on) and finds /tmp and /dev/shm empty again.
+    let first = run_all(
+        &pod,
+        job(&[
+            "sh",
+            "-c",
+            "echo $$; echo x > /tmp/left; echo y > /dev/shm/left",
+        ]),
+    )
+    .await;
+    assert_eq!(exit_of(&first).code, Some(0), "{first:?}");
+    let second = run_all(&pod, job(&["sh", "-c", "echo $$; ls -A /tmp /dev/shm"])).await;
+    assert_eq!(exit_of(&second).code, Some(0), "{second:?}");
+    assert!(pid_of(&second) > pid_of(&first), "{first:?} {second:?}");
+    let listed: Vec<String> = lines(&second, Stream::Stdout)[1..].to_vec();
+    assert!(!listed.iter().any(|l| l.contains("left")), "{listed:?}");
+
+    // A process a job leaves running ends with the job, and takes the
+    // sandbox with it: the next job starts in a fresh one.
+    let marker = sleep_marker();
+    let script = format!("sleep {marker} > /dev/null 2>&1 & echo $$");
+    let leaving = run_all(&pod, job(&["sh", "-c", &script])).await;
+    assert_eq!(exit_of(&leaving).code, Some(0), "{leaving:?}");
+    assert!(
+        eventually(Duration::from_secs(5), || processes_with(&marker) == 0).await,
+        "the background process outlived its job"
+    );
+    let after = run_all(&pod, job(&["sh", "-c", "echo $$"])).await;
+    assert_eq!(exit_of(&after).code, Some(0), "{after:?}");
+    assert!(pid_of(&after) < pid_of(&leaving), "{leaving:?} {after:?}");
+    h.finish().await;
+}

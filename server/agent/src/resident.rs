@@ -1,0 +1,523 @@
+//! Resident sandboxes: one bubblewrap sandbox serves job after job of its pod.
+//!
+//! Building a sandbox (namespaces, a dozen mounts, tearing them down again)
+//! costs more than a short job itself, so a pod keeps its sandbox: inside it
+//! the agent binary runs as a small supervisor ([`serve_jobs`]) that reads
+//! one job at a time from its stdin, spawns it, forwards its stdout and
+//! stderr as frames on its own stdout, and reports how it ended. A job that
+//! leaves a process behind, times out or is cancelled ends its sandbox (and
+//! with its pid namespace every process in it); the next job gets a fresh
+//! one. Between jobs the supervisor empties `/tmp` and `/dev/shm`, so each
+//! job starts as it would in a new sandbox; `/work` and `/venvs` are the
+//! pod's, as before.
+//!
+//! Frames from the supervisor: a tag byte, a little-endian `u32` length and
+//! the payload. `R` ready; `o`/`e` a chunk of the job's stdout/stderr;
+//! `O`/`E` that stream's end; `x` the end: the raw wait status (`i32` LE)
+//! and a byte, 1 if processes were left behind.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::serve::lock;
+
+/// First argument that turns the agent binary into the supervisor.
+pub const SERVE_JOBS: &str = "serve-jobs";
+
+/// How long a job waits for a sandbox still being built.
+const READY_WAIT: Duration = Duration::from_secs(5);
+/// The fixed-size header before a job message: its length, in decimal.
+const HEADER_LEN: usize = 16;
+/// Directories emptied after every job.
+const SCRATCH: [&str; 2] = ["/tmp", "/dev/shm"];
+
+const READY: u8 = b'R';
+const STDOUT: u8 = b'o';
+const STDERR: u8 = b'e';
+const STDOUT_END: u8 = b'O';
+const STDERR_END: u8 = b'E';
+const EXIT: u8 = b'x';
+
+/// How a job in a resident sandbox ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    pub status: ExitStatus,
+    /// Processes of the job outlived it (the sandbox must go).
+    pub leftovers: bool,
+}
+
+/// The current job's receivers of the supervisor's frames.
+#[derive(Debug, Default)]
+struct Route {
+    ready: Option<Sender<()>>,
+    stdout: Option<Sender<Vec<u8>>>,
+    stderr: Option<Sender<Vec<u8>>>,
+    exit: Option<Sender<Exit>>,
+}
+
+/// A sandbox with its supervisor, built ahead or kept from the last job.
+#[derive(Debug)]
+pub struct Resident {
+    child: Child,
+    stdin: ChildStdin,
+    route: Arc<Mutex<Route>>,
+    ready: Receiver<()>,
+    is_ready: bool,
+}
+
+/// A job running in a resident sandbox: its output streams and its end.
+#[derive(Debug)]
+pub struct ResidentJob {
+    pub stdout: Chunks,
+    pub stderr: Chunks,
+    pub exit: ExitWatch,
+}
+
+/// Where a job in a resident sandbox reports its end.
+#[derive(Debug)]
+pub struct ExitWatch {
+    rx: Receiver<Exit>,
+    seen: Option<Exit>,
+}
+
+impl Resident {
+    /// Takes over a spawned supervisor (stdin and stdout piped).
+    pub fn new(mut child: Child) -> io::Result<Self> {
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("the supervisor has no pipes"));
+        };
+        let (ready_tx, ready) = mpsc::channel();
+        let route = Arc::new(Mutex::new(Route {
+            ready: Some(ready_tx),
+            ..Route::default()
+        }));
+        let demux = Arc::clone(&route);
+        std::thread::Builder::new()
+            .name("sandbox-frames".into())
+            .spawn(move || demultiplex(stdout, &demux))?;
+        Ok(Resident {
+            child,
+            stdin,
+            route,
+            ready,
+            is_ready: false,
+        })
+    }
+
+    /// The pid of the sandbox (bubblewrap): killing it ends every process in it.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Hands a job to the supervisor once it is ready.
+    ///
+    /// # Errors
+    /// The sandbox never got ready or is gone; discard it.
+    pub fn start(
+        &mut self,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        input: &[u8],
+    ) -> io::Result<ResidentJob> {
+        if !self.is_ready {
+            self.ready
+                .recv_timeout(READY_WAIT)
+                .map_err(|_| io::Error::other("the sandbox did not get ready"))?;
+            self.is_ready = true;
+        }
+        let (stdout_tx, stdout) = mpsc::channel();
+        let (stderr_tx, stderr) = mpsc::channel();
+        let (exit_tx, exit) = mpsc::channel();
+        {
+            let mut route = lock(&self.route);
+            route.stdout = Some(stdout_tx);
+            route.stderr = Some(stderr_tx);
+            route.exit = Some(exit_tx);
+        }
+        let body = serde_json::to_vec(&serde_json::json!({
+            "argv": argv,
+            "env": env,
+            "stdin": String::from_utf8_lossy(input),
+        }))
+        .map_err(io::Error::other)?;
+        let mut message = format!("{:0width$}\n", body.len(), width = HEADER_LEN - 1).into_bytes();
+        message.extend_from_slice(&body);
+        self.stdin.write_all(&message)?;
+        Ok(ResidentJob {
+            stdout: Chunks::new(stdout),
+            stderr: Chunks::new(stderr),
+            exit: ExitWatch {
+                rx: exit,
+                seen: None,
+            },
+        })
+    }
+
+    /// Ends the sandbox and every process in it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ExitWatch {
+    /// How the job ended, once it has. A sandbox that died under the job
+    /// reads as the job killed by SIGKILL, with the sandbox to be ended.
+    pub fn poll(&mut self) -> Option<Exit> {
+        if self.seen.is_none() {
+            self.seen = match self.rx.try_recv() {
+                Ok(exit) => Some(exit),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => Some(Exit {
+                    status: ExitStatus::from_raw(9),
+                    leftovers: true,
+                }),
+            };
+        }
+        self.seen
+    }
+}
+
+/// Routes the supervisor's frames to the current job until its stdout ends.
+fn demultiplex(mut stdout: ChildStdout, route: &Mutex<Route>) {
+    let mut header = [0u8; 5];
+    loop {
+        if stdout.read_exact(&mut header).is_err() {
+            break;
+        }
+        let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        let mut payload = vec![0u8; len];
+        if stdout.read_exact(&mut payload).is_err() {
+            break;
+        }
+        let mut r = lock(route);
+        match header[0] {
+            READY => {
+                if let Some(tx) = r.ready.take() {
+                    let _ = tx.send(());
+                }
+            }
+            STDOUT => {
+                if let Some(tx) = &r.stdout {
+                    let _ = tx.send(payload);
+                }
+            }
+            STDERR => {
+                if let Some(tx) = &r.stderr {
+                    let _ = tx.send(payload);
+                }
+            }
+            STDOUT_END => r.stdout = None,
+            STDERR_END => r.stderr = None,
+            EXIT if len == 5 => {
+                let raw = i32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                if let Some(tx) = r.exit.take() {
+                    let _ = tx.send(Exit {
+                        status: ExitStatus::from_raw(raw),
+                        leftovers: payload[4] != 0,
+                    });
+                }
+            }
+            tag => eprintln!("hearth-agent: unknown sandbox frame {tag}"),
+        }
+    }
+    // The sandbox is gone: every stream of the job ends.
+    *lock(route) = Route::default();
+}
+
+/// One output stream of a job in a resident sandbox, as a reader.
+#[derive(Debug)]
+pub struct Chunks {
+    rx: Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Chunks {
+    fn new(rx: Receiver<Vec<u8>>) -> Self {
+        Chunks {
+            rx,
+            chunk: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl Read for Chunks {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.chunk.len() {
+            match self.rx.recv() {
+                Ok(chunk) => {
+                    self.chunk = chunk;
+                    self.at = 0;
+                }
+                // The stream (or the sandbox) ended.
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+// ---- the supervisor, inside the sandbox --------------------------------------
+
+/// A job message.
+#[derive(Debug, PartialEq, Eq)]
+struct Job {
+    argv: Vec<String>,
+    env: BTreeMap<String, String>,
+    stdin: String,
+}
+
+impl Job {
+    fn parse(body: &[u8]) -> Option<Job> {
+        let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+        let argv = value["argv"]
+            .as_array()?
+            .iter()
+            .map(|a| a.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()?;
+        let env = value["env"]
+            .as_object()?
+            .iter()
+            .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect::<Option<BTreeMap<_, _>>>()?;
+        let stdin = value["stdin"].as_str().unwrap_or_default().to_owned();
+        Some(Job { argv, env, stdin })
+    }
+}
+
+/// Writes frames to the supervisor's stdout, whole under the lock.
+#[derive(Clone)]
+struct Frames(Arc<Mutex<io::Stdout>>);
+
+impl Frames {
+    fn send(&self, tag: u8, payload: &[u8]) -> io::Result<()> {
+        let len = u32::try_from(payload.len()).map_err(io::Error::other)?;
+        let mut out = lock(&self.0);
+        let mut header = [tag, 0, 0, 0, 0];
+        header[1..].copy_from_slice(&len.to_le_bytes());
+        out.write_all(&header)?;
+        out.write_all(payload)?;
+        out.flush()
+    }
+}
+
+/// The supervisor mode: `hearth-agent serve-jobs`, inside the sandbox. Runs
+/// the jobs read from stdin one at a time until stdin ends.
+pub fn serve_jobs() -> ExitCode {
+    let frames = Frames(Arc::new(Mutex::new(io::stdout())));
+    if frames.send(READY, &[]).is_err() {
+        return ExitCode::from(126);
+    }
+    let mut stdin = io::stdin().lock();
+    loop {
+        let job = match read_job(&mut stdin) {
+            Ok(job) => job,
+            // The agent closed the sandbox.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hearth-agent {SERVE_JOBS}: {e}");
+                return ExitCode::from(126);
+            }
+        };
+        match run_job(&job, &frames) {
+            Ok(true) => empty_scratch(),
+            // Left processes behind: the agent ends this sandbox.
+            Ok(false) => {}
+            Err(e) => {
+                eprintln!("hearth-agent {SERVE_JOBS}: {e}");
+                return ExitCode::from(126);
+            }
+        }
+    }
+}
+
+fn read_job(stdin: &mut impl Read) -> io::Result<Job> {
+    let mut header = [0u8; HEADER_LEN];
+    stdin.read_exact(&mut header)?;
+    let len: usize = std::str::from_utf8(&header)
+        .ok()
+        .and_then(|h| h.trim().parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad job header"))?;
+    let mut body = vec![0u8; len];
+    stdin.read_exact(&mut body)?;
+    Job::parse(&body).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad job"))
+}
+
+/// Runs one job; true when it left nothing behind.
+fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
+    let Some((program, args)) = job.argv.split_first() else {
+        return refuse(frames, "empty command", 126);
+    };
+    let spawned = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(&job.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let code = if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            return refuse(frames, &format!("cannot run {program}: {e}"), code);
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = job.stdin.clone().into_bytes();
+        // A job that never reads its stdin must not block the supervisor.
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let _ = stdin.write_all(&input);
+            })?;
+    }
+    let mut pumps = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        pumps.push(forward(out, STDOUT, STDOUT_END, frames)?);
+    }
+    if let Some(err) = child.stderr.take() {
+        pumps.push(forward(err, STDERR, STDERR_END, frames)?);
+    }
+    let status = child.wait()?;
+    let clean = others_alive().is_empty();
+    if clean {
+        // Nothing else holds the pipes: they end now.
+        for p in pumps {
+            let _ = p.join();
+        }
+    }
+    let mut payload = status.into_raw().to_le_bytes().to_vec();
+    payload.push(u8::from(!clean));
+    frames.send(EXIT, &payload)?;
+    Ok(clean)
+}
+
+/// Reports a job that could not start as a shell would: the message on
+/// stderr and exit code `code`.
+fn refuse(frames: &Frames, message: &str, code: i32) -> io::Result<bool> {
+    frames.send(STDERR, format!("hearth-agent: {message}\n").as_bytes())?;
+    frames.send(STDOUT_END, &[])?;
+    frames.send(STDERR_END, &[])?;
+    let mut payload = (code << 8).to_le_bytes().to_vec();
+    payload.push(0);
+    frames.send(EXIT, &payload)?;
+    Ok(true)
+}
+
+fn forward(
+    mut pipe: impl Read + Send + 'static,
+    tag: u8,
+    end: u8,
+    frames: &Frames,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    let frames = frames.clone();
+    std::thread::Builder::new()
+        .name("forward".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if frames.send(tag, &buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = frames.send(end, &[]);
+        })
+}
+
+/// Live processes of the sandbox other than its init (pid 1) and this
+/// supervisor: what a job left behind.
+fn others_alive() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != 1 && pid != me)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+            })
+        })
+        .collect()
+}
+
+/// Empties the scratch directories a job may have written.
+fn empty_scratch() {
+    for dir in SCRATCH {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let _ = match entry.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_messages_round_trip() {
+        let env: BTreeMap<String, String> = [("PATH".to_owned(), "/bin".to_owned())].into();
+        let argv = vec!["python3".to_owned(), "-c".to_owned(), "print(1)".to_owned()];
+        let body = serde_json::to_vec(
+            &serde_json::json!({ "argv": argv, "env": env, "stdin": "{\"a\": 1}" }),
+        )
+        .unwrap();
+        assert_eq!(
+            Job::parse(&body),
+            Some(Job {
+                argv,
+                env,
+                stdin: "{\"a\": 1}".to_owned()
+            })
+        );
+        assert_eq!(Job::parse(br#"{"argv": [1], "env": {}}"#), None);
+        assert_eq!(Job::parse(b"nope"), None);
+    }
+
+    #[test]
+    fn chunks_read_across_frames_and_end_when_the_sender_goes() {
+        let (tx, rx) = mpsc::channel();
+        tx.send(b"hel".to_vec()).unwrap();
+        tx.send(Vec::new()).unwrap();
+        tx.send(b"lo\nworld".to_vec()).unwrap();
+        drop(tx);
+        let mut text = String::new();
+        Chunks::new(rx).read_to_string(&mut text).unwrap();
+        assert_eq!(text, "hello\nworld");
+    }
+}
