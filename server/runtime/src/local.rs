@@ -1,6 +1,7 @@
 //! The local runtime: each pod is a `hearth-agent` process on this machine,
 //! with its own directory (`<state_dir>/pods/<pod_id>`), cgroups
-//! (`hearth/<pod_id>` per controller) and a bubblewrap sandbox per job.
+//! (`hearth/<pod_id>` per controller) and a bubblewrap sandbox that serves
+//! its jobs one after another (`hearth-agent`'s resident sandbox).
 //!
 //! Which isolation mechanisms exist is detected once, when the runtime is
 //! built; every missing one is logged and reported by
@@ -138,7 +139,7 @@ impl LocalRuntime {
             name: "network-isolation".to_owned(),
             available: bwrap,
             detail: if bwrap {
-                "a network namespace per job (bubblewrap --unshare-net)".to_owned()
+                "a network namespace per pod sandbox (bubblewrap --unshare-net)".to_owned()
             } else {
                 format!("jobs share the host network: {bwrap_detail}")
             },
@@ -201,7 +202,7 @@ fn probe_bwrap() -> (bool, String) {
     {
         Ok(out) if out.status.success() => (
             true,
-            "bubblewrap: pid, ipc, uts, cgroup and network namespaces per job".to_owned(),
+            "bubblewrap: pid, ipc, uts, cgroup and network namespaces per pod sandbox".to_owned(),
         ),
         Ok(out) => (
             false,
