@@ -54,6 +54,8 @@ pub struct Exit {
 /// The current job's receivers of the supervisor's frames.
 #[derive(Debug, Default)]
 struct Route {
+    /// The supervisor's stdout ended: nothing will be routed any more.
+    closed: bool,
     ready: Option<Sender<()>>,
     stdout: Option<Sender<Vec<u8>>>,
     stderr: Option<Sender<Vec<u8>>>,
@@ -141,6 +143,9 @@ impl Resident {
         let (exit_tx, exit) = mpsc::channel();
         {
             let mut route = lock(&self.route);
+            if route.closed {
+                return Err(io::Error::other("the sandbox is gone"));
+            }
             route.stdout = Some(stdout_tx);
             route.stderr = Some(stderr_tx);
             route.exit = Some(exit_tx);
@@ -232,8 +237,11 @@ fn demultiplex(mut stdout: ChildStdout, route: &Mutex<Route>) {
             tag => eprintln!("hearth-agent: unknown sandbox frame {tag}"),
         }
     }
-    // The sandbox is gone: every stream of the job ends.
-    *lock(route) = Route::default();
+    // The sandbox is gone: every stream of the job ends, and no job can start.
+    *lock(route) = Route {
+        closed: true,
+        ..Route::default()
+    };
 }
 
 /// One output stream of a job in a resident sandbox, as a reader.
@@ -507,6 +515,73 @@ mod tests {
         );
         assert_eq!(Job::parse(br#"{"argv": [1], "env": {}}"#), None);
         assert_eq!(Job::parse(b"nope"), None);
+    }
+
+    fn fake_supervisor(script: &str) -> Resident {
+        let child = Command::new("python3")
+            .args(["-c", script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 on PATH");
+        Resident::new(child).unwrap()
+    }
+
+    #[test]
+    fn frames_from_the_supervisor_reach_the_job() {
+        // Speaks the supervisor's side of the protocol for one job.
+        let mut r = fake_supervisor(
+            r#"
+import sys, struct
+out = sys.stdout.buffer
+def frame(tag, payload=b""):
+    out.write(tag + struct.pack("<I", len(payload)) + payload)
+    out.flush()
+frame(b"R")
+body = sys.stdin.buffer.read(int(sys.stdin.buffer.read(16)))
+frame(b"o", b"got ")
+frame(b"o", body[body.index(b'"stdin"'):][:7])
+frame(b"O")
+frame(b"e", b"warn")
+frame(b"E")
+frame(b"x", struct.pack("<i", 3 << 8) + b"\x01")
+"#,
+        );
+        let mut job = r
+            .start(&["true".to_owned()], &BTreeMap::new(), b"{}")
+            .unwrap();
+        let (mut out, mut err) = (String::new(), String::new());
+        job.stdout.read_to_string(&mut out).unwrap();
+        job.stderr.read_to_string(&mut err).unwrap();
+        assert_eq!(out, "got \"stdin\"");
+        assert_eq!(err, "warn");
+        let exit = loop {
+            if let Some(e) = job.exit.poll() {
+                break e;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert_eq!(exit.status.code(), Some(3));
+        assert!(exit.leftovers);
+        // Once the supervisor is gone, the sandbox takes no further job.
+        let _ = r.child.wait();
+        let refused = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(5));
+            r.start(&["true".to_owned()], &BTreeMap::new(), b"")
+                .is_err()
+        });
+        assert!(refused);
+        r.kill();
+    }
+
+    #[test]
+    fn a_sandbox_that_dies_before_it_is_ready_refuses_the_job() {
+        let mut r = fake_supervisor("pass");
+        assert!(
+            r.start(&["true".to_owned()], &BTreeMap::new(), b"")
+                .is_err()
+        );
+        r.kill();
     }
 
     #[test]
