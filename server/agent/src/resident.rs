@@ -22,7 +22,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::serve::lock;
 
@@ -33,6 +33,8 @@ pub const SERVE_JOBS: &str = "serve-jobs";
 const READY_WAIT: Duration = Duration::from_secs(5);
 /// The fixed-size header before a job message: its length, in decimal.
 const HEADER_LEN: usize = 16;
+/// How long the supervisor waits for a job's pipes to drain after it ended.
+const DRAIN_WAIT: Duration = Duration::from_millis(500);
 /// Directories emptied after every job.
 const SCRATCH: [&str; 2] = ["/tmp", "/dev/shm"];
 
@@ -408,12 +410,17 @@ fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
         pumps.push(forward(err, STDERR, STDERR_END, frames)?);
     }
     let status = child.wait()?;
-    let clean = others_alive().is_empty();
-    if clean {
-        // Nothing else holds the pipes: they end now.
-        for p in pumps {
-            let _ = p.join();
-        }
+    let left = others_alive();
+    let clean = left.is_empty();
+    if !clean {
+        // Processes the job left may hold its pipes: end them, so everything
+        // the job wrote is forwarded before its end is reported. The agent
+        // ends the sandbox anyway (a process may have escaped this).
+        kill_all(left);
+    }
+    let give_up = Instant::now() + DRAIN_WAIT;
+    while pumps.iter().any(|p| !p.is_finished()) && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(1));
     }
     let mut payload = status.into_raw().to_le_bytes().to_vec();
     payload.push(u8::from(!clean));
@@ -475,6 +482,22 @@ fn others_alive() -> Vec<u32> {
             })
         })
         .collect()
+}
+
+/// Kills `pids` and whatever they start meanwhile, for a moment.
+fn kill_all(mut pids: Vec<u32>) {
+    let give_up = Instant::now() + DRAIN_WAIT;
+    while !pids.is_empty() && Instant::now() < give_up {
+        let _ = Command::new("kill")
+            .arg("-9")
+            .arg("--")
+            .args(pids.iter().map(u32::to_string))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        pids = others_alive();
+    }
 }
 
 /// Empties the scratch directories a job may have written.
