@@ -222,6 +222,7 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
     let mut config = config();
     config.profiles = Some(profiles);
     config.gpus = Some(2);
+    let database_url = config.database_url.clone();
     let app = spawn_app_with(config).await;
     let t = app.create_tenant("budgeted").await;
     let path = format!("/v1/admin/tenants/{}/budgets", t.tenant_id);
@@ -320,6 +321,19 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
     let release = events.iter().find(|e| e["kind"] == "release").unwrap();
     assert_eq!(release["reason"]["code"], "over_tenant_budget");
     assert_eq!(release["reason"]["tenant"], t.tenant_id.as_str());
+
+    // A budget set through another replica (straight into the store) reaches
+    // the leading scheduler within its budget sync.
+    let db = sqlx::PgPool::connect(&database_url).await.unwrap();
+    let tenant: uuid::Uuid = t.tenant_id.parse().unwrap();
+    hearth_store::budget::put(&db, tenant, "gpu-one", 0.0, 1.0)
+        .await
+        .unwrap();
+    eventually("the stored budget applied", async || {
+        let p = pool(&app, &t.key, "gpu-one").await;
+        (p["tenant"]["ceiling_gpus"] == 1.0).then_some(())
+    })
+    .await;
 
     let (_, text) = app.get_text("/metrics").await;
     let m = parse_metrics(&text);

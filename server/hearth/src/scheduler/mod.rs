@@ -53,6 +53,8 @@ use crate::metrics::{Metrics, PoolGauges};
 const LEASE_KEY: i64 = 0x4845_4152_5448_0001;
 /// How often the scheduler looks for jobs and cancels from other replicas.
 const SYNC: Duration = Duration::from_millis(500);
+/// How often the leader re-reads the tenants' stored budgets.
+const BUDGET_SYNC: Duration = Duration::from_secs(5);
 /// How often callers no pool tracks are dropped from the id maps.
 const CALLER_SWEEP: Duration = Duration::from_secs(60);
 
@@ -1341,6 +1343,9 @@ impl Scheduler {
             let Some(pp) = st.pools.get_mut(profile) else {
                 return Err(BudgetError::UnknownProfile(profile.to_owned()));
             };
+            if pp.pool.config().budget.tenants.get(&id) == Some(&bounds) {
+                return Ok(());
+            }
             pp.pool
                 .set_tenant_bounds(id, Some(bounds))
                 .map_err(|e| BudgetError::Invalid(e.to_string()))?;
@@ -1372,6 +1377,7 @@ impl Scheduler {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         let mut next_sync = Instant::now() + SYNC;
+        let mut next_budgets = Instant::now() + BUDGET_SYNC;
         loop {
             let wake_at = self.next_wakeup().map_or(next_sync, |w| w.min(next_sync));
             tokio::select! {
@@ -1392,6 +1398,11 @@ impl Scheduler {
                     tracing::warn!(error = %e, "syncing with the store failed");
                 }
                 next_sync = Instant::now() + SYNC;
+            }
+            if Instant::now() >= next_budgets {
+                // Budgets set through another replica reach this leader.
+                self.load_budgets().await;
+                next_budgets = Instant::now() + BUDGET_SYNC;
             }
             self.tick_all();
         }
