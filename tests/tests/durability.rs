@@ -134,3 +134,33 @@ async fn kill_9_mid_job_loses_no_accepted_job() {
         assert_eq!(j["output"], json!({"ok": true}));
     }
 }
+
+#[tokio::test]
+async fn a_service_that_loses_its_scheduler_lease_stops() {
+    let db = fresh_database_url();
+    let state = state_dir();
+    let mut svc = start(&db, &state).await;
+    // End the connection that holds the scheduler's advisory lock, as a
+    // database restart or a network cut would.
+    let pool = sqlx::PgPool::connect(&db).await.unwrap();
+    let ended: Vec<bool> = eventually("the lease held", async || {
+        let ended: Vec<bool> = sqlx::query_scalar(
+            "select pg_terminate_backend(pid) from pg_locks
+             where locktype = 'advisory' and granted
+               and database = (select oid from pg_database where datname = current_database())",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        (!ended.is_empty()).then_some(ended)
+    })
+    .await;
+    assert_eq!(ended, [true]);
+    // The service stops with an error rather than schedule next to a new leader.
+    let status = eventually("the service stopped", async || {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        svc.child.try_wait().unwrap()
+    })
+    .await;
+    assert!(!status.success(), "{status:?}");
+}

@@ -269,16 +269,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                  Get an API key: `hearth tenant create <name> --json`, or POST /v1/admin/tenants with the admin token.",
                 addr = running.addr
             );
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r?,
-                r = terminate() => r?,
-            }
+            let mut running = running;
+            let lost_lease = tokio::select! {
+                r = tokio::signal::ctrl_c() => { r?; false }
+                r = terminate() => { r?; false }
+                _ = &mut running.scheduler => true,
+            };
             tracing::info!("shutting down");
             if let Err(e) = running.shutdown().await {
                 tracing::error!(error = %e, "control sessions not written at shutdown");
             }
             // Jobs still running are re-queued by the next start.
             let _ = hearth_runtime::Runtime::remove_orphans(&*runtime).await;
+            if lost_lease {
+                anyhow::bail!("the scheduler lost its lease (see the log); restart the service");
+            }
         }
         Command::Tenant { db, command } => {
             let pool = hearth_store::connect(&db.database_url, true, 2).await?;

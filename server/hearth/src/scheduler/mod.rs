@@ -53,6 +53,8 @@ use crate::metrics::{Metrics, PoolGauges};
 const LEASE_KEY: i64 = 0x4845_4152_5448_0001;
 /// How often the scheduler looks for jobs and cancels from other replicas.
 const SYNC: Duration = Duration::from_millis(500);
+/// How long the lease connection may take to answer its liveness check.
+const LEASE_CHECK: Duration = Duration::from_secs(5);
 /// How often the leader re-reads the tenants' stored budgets.
 const BUDGET_SYNC: Duration = Duration::from_secs(5);
 /// How often callers no pool tracks are dropped from the id maps.
@@ -1362,7 +1364,7 @@ impl Scheduler {
     /// Takes the lease, recovers unfinished jobs, then schedules until the
     /// process ends.
     pub async fn run(self) {
-        let _lease = self.acquire_lease().await;
+        let mut lease = self.acquire_lease().await;
         match self.inner.runtime.remove_orphans().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(pods = n, "removed pods left by an earlier run"),
@@ -1396,6 +1398,16 @@ impl Scheduler {
             if Instant::now() >= next_sync {
                 if let Err(e) = self.sync_with_store().await {
                     tracing::warn!(error = %e, "syncing with the store failed");
+                }
+                let alive =
+                    tokio::time::timeout(LEASE_CHECK, sqlx::Connection::ping(&mut lease)).await;
+                if !matches!(alive, Ok(Ok(()))) {
+                    // The advisory lock went with its connection: another
+                    // replica may lead now. Stop rather than schedule twice;
+                    // the service exits and the new leader recovers the jobs.
+                    tracing::error!("scheduler lease lost; the scheduler stops");
+                    self.state().leading = false;
+                    return;
                 }
                 next_sync = Instant::now() + SYNC;
             }
