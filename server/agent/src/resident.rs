@@ -402,12 +402,15 @@ fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
                 let _ = stdin.write_all(&input);
             })?;
     }
-    let mut pumps = Vec::new();
+    let (done_tx, done) = mpsc::channel();
+    let mut pumps = 0;
     if let Some(out) = child.stdout.take() {
-        pumps.push(forward(out, STDOUT, STDOUT_END, frames)?);
+        forward(out, STDOUT, STDOUT_END, frames, done_tx.clone())?;
+        pumps += 1;
     }
     if let Some(err) = child.stderr.take() {
-        pumps.push(forward(err, STDERR, STDERR_END, frames)?);
+        forward(err, STDERR, STDERR_END, frames, done_tx)?;
+        pumps += 1;
     }
     let status = child.wait()?;
     let left = others_alive();
@@ -419,8 +422,11 @@ fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
         kill_all(left);
     }
     let give_up = Instant::now() + DRAIN_WAIT;
-    while pumps.iter().any(|p| !p.is_finished()) && Instant::now() < give_up {
-        std::thread::sleep(Duration::from_millis(1));
+    for _ in 0..pumps {
+        let left = give_up.saturating_duration_since(Instant::now());
+        if done.recv_timeout(left).is_err() {
+            break;
+        }
     }
     let mut payload = status.into_raw().to_le_bytes().to_vec();
     payload.push(u8::from(!clean));
@@ -440,12 +446,14 @@ fn refuse(frames: &Frames, message: &str, code: i32) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Forwards a pipe of the job as frames on another thread; says `done` at its end.
 fn forward(
     mut pipe: impl Read + Send + 'static,
     tag: u8,
     end: u8,
     frames: &Frames,
-) -> io::Result<std::thread::JoinHandle<()>> {
+    done: Sender<()>,
+) -> io::Result<()> {
     let frames = frames.clone();
     std::thread::Builder::new()
         .name("forward".into())
@@ -462,7 +470,9 @@ fn forward(
                 }
             }
             let _ = frames.send(end, &[]);
-        })
+            let _ = done.send(());
+        })?;
+    Ok(())
 }
 
 /// Live processes of the sandbox other than its init (pid 1) and this
