@@ -79,46 +79,72 @@ async fn standby_ready(app: &TestApp, key: &str, n: u64) {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    block_on(async {
         let n = jobs();
-        let wheelhouse = state_dir();
-        build_wheel(&wheelhouse);
+        let wheelhouse = wheelhouse();
         let run = Uuid::new_v4().simple().to_string();
 
         // Warm and standby: firepool with one standby pod.
         let app = app_with("firepool", 1, &wheelhouse).await;
         let t = app.create_tenant("bench").await;
         standby_ready(&app, &t.key, 1).await;
-        let mut warm = Sample { server: Vec::new(), client: Vec::new() };
-        let mut standby = Sample { server: Vec::new(), client: Vec::new() };
-        let mut discard = Sample { server: Vec::new(), client: Vec::new() };
-        submit(&app, &t.key, &format!("warm-{run}"), "standby", &mut discard).await;
+        let mut warm = Sample {
+            server: Vec::new(),
+            client: Vec::new(),
+        };
+        let mut standby = Sample {
+            server: Vec::new(),
+            client: Vec::new(),
+        };
+        let mut discard = Sample {
+            server: Vec::new(),
+            client: Vec::new(),
+        };
+        submit(
+            &app,
+            &t.key,
+            &format!("warm-{run}"),
+            "standby",
+            &mut discard,
+        )
+        .await;
         for _ in 0..n {
             submit(&app, &t.key, &format!("warm-{run}"), "warm", &mut warm).await;
         }
         for i in 0..n {
             // A new caller each time, once the standby pod is back.
             standby_ready(&app, &t.key, 1).await;
-            submit(&app, &t.key, &format!("standby-{run}-{i}"), "standby", &mut standby).await;
+            submit(
+                &app,
+                &t.key,
+                &format!("standby-{run}-{i}"),
+                "standby",
+                &mut standby,
+            )
+            .await;
         }
         drop(app);
 
         // Cold: fixed keep-alive, no standby; a new caller each time.
         let app = app_with("keepalive:60", 0, &wheelhouse).await;
         let t = app.create_tenant("bench").await;
-        let mut cold = Sample { server: Vec::new(), client: Vec::new() };
+        let mut cold = Sample {
+            server: Vec::new(),
+            client: Vec::new(),
+        };
         for i in 0..n {
             submit(&app, &t.key, &format!("cold-{run}-{i}"), "cold", &mut cold).await;
         }
 
         let (warm, standby, cold) = (warm.sorted(), standby.sorted(), cold.sorted());
-        println!("Start latency by source, local runtime, job importing a bound dependency ({n} jobs each, release build)");
+        println!(
+            "Start latency by source, local runtime, job importing a bound dependency ({n} jobs each, release build)"
+        );
         println!();
-        println!("{:<9} {:>14} {:>14} {:>18} {:>18}", "source", "start p50 ms", "start p99 ms", "rtt-run p50 ms", "rtt-run p99 ms");
+        println!(
+            "{:<9} {:>14} {:>14} {:>18} {:>18}",
+            "source", "start p50 ms", "start p99 ms", "rtt-run p50 ms", "rtt-run p99 ms"
+        );
         for (name, s) in [("warm", &warm), ("standby", &standby), ("cold", &cold)] {
             println!(
                 "{name:<9} {:>14.2} {:>14.2} {:>18.2} {:>18.2}",
@@ -132,6 +158,8 @@ fn main() {
         let p50 = |s: &Sample| percentile(&s.server, 0.5);
         println!("cold/standby (p50): {:.2}x", p50(&cold) / p50(&standby));
         println!("cold/warm    (p50): {:.2}x", p50(&cold) / p50(&warm));
-        println!("(start = queued + acquire + bind as the service records it; standby and cold jobs install the dependency into a new environment, warm jobs reuse their pod's)");
+        println!(
+            "(start = queued + acquire + bind as the service records it; standby and cold jobs install the dependency into a new environment, warm jobs reuse their pod's)"
+        );
     });
 }

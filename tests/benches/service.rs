@@ -163,14 +163,9 @@ async fn agent_loop(app: &Arc<TestApp>, key: &str, fresh: bool) -> (f64, Vec<Str
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    block_on(async {
         let length = seconds();
-        let wheelhouse = state_dir();
-        build_wheel(&wheelhouse);
+        let wheelhouse = wheelhouse();
         let mut config = config();
         config.wheelhouse = Some(wheelhouse);
         config.db_connections = 40;
@@ -179,9 +174,23 @@ fn main() {
         let t = app.create_tenant("bench").await;
         let tenant_id: Uuid = t.tenant_id.parse().unwrap();
 
-        println!("Hearth service benchmark ({} s per measurement, release build, {} cores)", length.as_secs_f64(), std::thread::available_parallelism().map_or(0, |n| n.get()));
+        println!(
+            "Hearth service benchmark ({} s per measurement, release build, {} cores)",
+            length.as_secs_f64(),
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
         println!();
-        println!("{:<10} {:>14} {:>14} {:>8} {:>16} {:>16} {:>16} {:>16}", "clients", "baseline job/s", "hearth job/s", "ratio", "added p50 ms", "added p99 ms", "rtt-run p50 ms", "rtt-run p99 ms");
+        println!(
+            "{:<10} {:>14} {:>14} {:>8} {:>16} {:>16} {:>16} {:>16}",
+            "clients",
+            "baseline job/s",
+            "hearth job/s",
+            "ratio",
+            "added p50 ms",
+            "added p99 ms",
+            "rtt-run p50 ms",
+            "rtt-run p99 ms"
+        );
         for clients in [1usize, 16] {
             let base = baseline(&db_url, tenant_id, clients, length).await;
             let h = hearth_noop(&app, &t.key, clients, length).await;
@@ -197,15 +206,27 @@ fn main() {
                 percentile(&h.added_client, 0.99),
             );
         }
-        println!("(added = the job's total_ms minus its run_ms, as the service records them; rtt-run = the client's round trip minus run_ms)");
+        println!(
+            "(added = the job's total_ms minus its run_ms, as the service records them; rtt-run = the client's round trip minus run_ms)"
+        );
         println!();
 
         let (warm_s, warm_sources) = agent_loop(&app, &t.key, false).await;
         let (fresh_s, fresh_sources) = agent_loop(&app, &t.key, true).await;
         let count = |v: &[String], s: &str| v.iter().filter(|x| *x == s).count();
-        println!("agent loop: 50 sequential tool calls, each importing one extra package (deps.pip, local wheelhouse)");
-        println!("  warm reuse:        {warm_s:>8.2} s  ({} warm, {} cold)", count(&warm_sources, "warm"), count(&warm_sources, "cold"));
-        println!("  fresh pod per job: {fresh_s:>8.2} s  ({} warm, {} cold)", count(&fresh_sources, "warm"), count(&fresh_sources, "cold"));
+        println!(
+            "agent loop: 50 sequential tool calls, each importing one extra package (deps.pip, local wheelhouse)"
+        );
+        println!(
+            "  warm reuse:        {warm_s:>8.2} s  ({} warm, {} cold)",
+            count(&warm_sources, "warm"),
+            count(&warm_sources, "cold")
+        );
+        println!(
+            "  fresh pod per job: {fresh_s:>8.2} s  ({} warm, {} cold)",
+            count(&fresh_sources, "warm"),
+            count(&fresh_sources, "cold")
+        );
         println!("  speed-up:          {:>8.1}x", fresh_s / warm_s);
     });
 }

@@ -224,8 +224,25 @@ pub fn process_with_marker(marker: &str) -> bool {
     })
 }
 
-/// Builds a one-module wheel `hearthbenchpkg-1.0` by hand (a wheel is a zip).
-pub fn build_wheel(dir: &std::path::Path) {
+/// Runs a benchmark's body on a multi-threaded runtime (benches have no
+/// `#[tokio::main]`).
+pub fn block_on<F: std::future::Future>(body: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(body)
+}
+
+/// A fresh wheelhouse holding a one-module wheel `hearthbenchpkg-1.0`, built
+/// by hand (a wheel is a zip).
+pub fn wheelhouse() -> PathBuf {
+    let dir = state_dir();
+    build_wheel(&dir);
+    dir
+}
+
+fn build_wheel(dir: &std::path::Path) {
     let script = r#"
 import base64, hashlib, sys, zipfile
 out = sys.argv[1] + "/hearthbenchpkg-1.0-py3-none-any.whl"

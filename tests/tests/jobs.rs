@@ -436,8 +436,7 @@ async fn output_is_bounded_and_truncation_marked() {
 
 #[tokio::test]
 async fn deps_are_bound_from_the_wheelhouse_and_cached_per_pod() {
-    let wheelhouse = state_dir();
-    build_wheel(&wheelhouse);
+    let wheelhouse = wheelhouse();
     let mut config = config();
     config.wheelhouse = Some(wheelhouse);
     let app = spawn_app_with(config).await;

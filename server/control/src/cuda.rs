@@ -192,12 +192,6 @@ impl GpuExecutor {
         self.mode = mode;
     }
 
-    /// Caps the session table at `rows` rows (default
-    /// [`DEFAULT_MAX_ROWS`]); forgets every resident session.
-    pub fn set_max_rows(&mut self, rows: u32) {
-        self.residency = Residency::new(rows);
-    }
-
     /// Forgets every resident session: each is uploaded again on its next
     /// batch (to measure cold batches).
     pub fn forget(&mut self) {
@@ -207,11 +201,6 @@ impl GpuExecutor {
     /// What the executor has done so far.
     pub fn counters(&self) -> Counters {
         self.counters
-    }
-
-    /// Sessions resident on the device.
-    pub fn resident_sessions(&self) -> usize {
-        self.residency.len()
     }
 
     /// Grows the device buffers to hold `events` events and `rows` session

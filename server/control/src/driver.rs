@@ -339,12 +339,6 @@ impl<E: Executor> Driver<E> {
         self.by_id.get(id).copied()
     }
 
-    /// The executable route id of a key.
-    pub fn route_id(&self, key: RouteKey) -> Option<&str> {
-        let &(p, r) = self.routes.get(key.0 as usize)?;
-        Some(self.programs[p].routes()[usize::from(r)].id())
-    }
-
     /// `K_r` of a route.
     pub fn k(&self, key: RouteKey) -> Option<u32> {
         self.compactor.k(key.0 as usize)
@@ -358,13 +352,6 @@ impl<E: Executor> Driver<E> {
     /// A session's next route (index in its program) and registers, if it exists.
     pub fn session(&self, session: u64) -> Option<(u16, Regs)> {
         self.sessions.get(&session).map(|s| (s.next, s.regs))
-    }
-
-    /// Every session as `(session, policy name, next route, registers)`, for snapshots.
-    pub fn sessions(&self) -> impl Iterator<Item = (u64, &str, u16, Regs)> {
-        self.sessions
-            .iter()
-            .map(|(&id, s)| (id, self.programs[s.program].name(), s.next, s.regs))
     }
 
     /// Creates or overwrites a session (restore, explicit creation): its

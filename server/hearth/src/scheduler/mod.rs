@@ -616,6 +616,23 @@ impl Scheduler {
         });
     }
 
+    /// Records a decision about `profile`'s pod (as its tenant may see it)
+    /// and hands back the pod's slot; `None` if the pool no longer knows it.
+    fn record_pod<'a>(
+        &self,
+        st: &'a mut State,
+        profile: &str,
+        pod: PodId,
+        kind: &'static str,
+        reason: &Reason,
+    ) -> Option<&'a mut Slot> {
+        let slot = st.pools.get(profile)?.slots.get(&pod)?;
+        let (tenant, runtime_id) = (slot.tenant, slot.runtime_id.clone());
+        let why = st.reason_json(reason, tenant);
+        self.record(tenant, Some(&runtime_id), profile, kind, None, why);
+        st.pools.get_mut(profile)?.slots.get_mut(&pod)
+    }
+
     fn apply(&self, st: &mut State, profile: &str, d: Decision, actions: &mut Vec<Action>) {
         let real_gpus = self.inner.settings.pools.gpus.real;
         match d {
@@ -792,34 +809,14 @@ impl Scheduler {
                 }
             }
             Decision::Reset { pod, reason } => {
-                let Some(slot) = st.pools.get(profile).and_then(|p| p.slots.get(&pod)) else {
-                    return;
-                };
-                let (tenant, runtime_id) = (slot.tenant, slot.runtime_id.clone());
-                let why = st.reason_json(&reason, tenant);
-                self.record(tenant, Some(&runtime_id), profile, "reset", None, why);
-                if let Some(slot) = st
-                    .pools
-                    .get_mut(profile)
-                    .and_then(|p| p.slots.get_mut(&pod))
-                {
+                if let Some(slot) = self.record_pod(st, profile, pod, "reset", &reason) {
                     slot.tenant = None;
                     slot.wipe = true;
                     slot.phase = Phase::Ready;
                 }
             }
             Decision::Release { pod, reason } => {
-                let Some(slot) = st.pools.get(profile).and_then(|p| p.slots.get(&pod)) else {
-                    return;
-                };
-                let (tenant, runtime_id) = (slot.tenant, slot.runtime_id.clone());
-                let why = st.reason_json(&reason, tenant);
-                self.record(tenant, Some(&runtime_id), profile, "release", None, why);
-                let Some(slot) = st
-                    .pools
-                    .get_mut(profile)
-                    .and_then(|p| p.slots.get_mut(&pod))
-                else {
+                let Some(slot) = self.record_pod(st, profile, pod, "release", &reason) else {
                     return;
                 };
                 let starting = slot.phase == Phase::Starting;
@@ -829,7 +826,7 @@ impl Scheduler {
                     actions.push(Action::Stop {
                         profile: profile.to_owned(),
                         pod,
-                        runtime_id,
+                        runtime_id: slot.runtime_id.clone(),
                     });
                 }
             }
