@@ -9,7 +9,9 @@ usage: hearth-agent --listen unix:/path/agent.sock|tcp:HOST:PORT --root DIR [opt
   --listen ADDR          where to accept the service's connections
   --root DIR             the pod directory; everything jobs write lives under it
   --sandbox bwrap|none   isolate each job with bubblewrap, or rely on the pod (default bwrap)
-  --network              jobs may reach the network (default: a private network namespace)
+  --network              jobs may reach the network through slirp4netns (default: no network);
+                         either way each sandbox has a network namespace of its own
+  --run-as UID:GID       run everything inside the sandbox as this unprivileged user
   --cgroup-v1 C=DIR,...  cgroup v1 directories of the pod (e.g. memory=/sys/fs/cgroup/memory/hearth/p1)
   --cgroup-v2 DIR        the pod's cgroup v2 directory
   --hide PATH            host path masked by an empty tmpfs inside the sandbox (repeatable)
@@ -53,6 +55,8 @@ pub struct Args {
     pub cgroup_v1: Vec<(String, PathBuf)>,
     pub cgroup_v2: Option<PathBuf>,
     pub hide: Vec<PathBuf>,
+    /// The unprivileged user and group jobs run as (bubblewrap only).
+    pub run_as: Option<(u32, u32)>,
     pub wheelhouse: Option<PathBuf>,
     pub python: String,
     pub exit_with_parent: bool,
@@ -75,6 +79,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
     let mut cgroup_v1 = Vec::new();
     let mut cgroup_v2 = None;
     let mut hide = Vec::new();
+    let mut run_as = None;
     let mut wheelhouse = None;
     let mut python = "python3".to_owned();
     let mut exit_with_parent = false;
@@ -107,6 +112,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
             "--cgroup-v1" => cgroup_v1.extend(parse_cgroup_v1(&value("--cgroup-v1")?)?),
             "--cgroup-v2" => cgroup_v2 = Some(PathBuf::from(value("--cgroup-v2")?)),
             "--hide" => hide.push(absolute("--hide", value("--hide")?)?),
+            "--run-as" => run_as = Some(parse_user(&value("--run-as")?)?),
             "--wheelhouse" => wheelhouse = Some(absolute("--wheelhouse", value("--wheelhouse")?)?),
             "--python" => python = value("--python")?,
             other => return Err(format!("unknown argument `{other}`")),
@@ -122,10 +128,24 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
         cgroup_v1,
         cgroup_v2,
         hide,
+        run_as,
         wheelhouse,
         python,
         exit_with_parent,
     }))
+}
+
+/// `UID:GID`, both non-zero (running jobs as root is what `--run-as` avoids).
+fn parse_user(value: &str) -> Result<(u32, u32), String> {
+    let parsed = value
+        .split_once(':')
+        .and_then(|(u, g)| Some((u.parse::<u32>().ok()?, g.parse::<u32>().ok()?)));
+    match parsed {
+        Some((uid, gid)) if uid != 0 && gid != 0 => Ok((uid, gid)),
+        _ => Err(format!(
+            "bad --run-as `{value}` (want UID:GID, both non-zero)"
+        )),
+    }
 }
 
 fn absolute(flag: &str, value: impl Into<PathBuf>) -> Result<PathBuf, String> {
@@ -199,6 +219,8 @@ mod tests {
             "/state/pods",
             "--hide",
             "/secret",
+            "--run-as",
+            "65534:65534",
             "--wheelhouse",
             "/wheels",
             "--python",
@@ -217,6 +239,7 @@ mod tests {
             ],
             cgroup_v2: Some("/sys/fs/cgroup/hearth/p".into()),
             hide: vec!["/state/pods".into(), "/secret".into()],
+            run_as: Some((65534, 65534)),
             wheelhouse: Some("/wheels".into()),
             python: "/usr/bin/python3".into(),
             exit_with_parent: true,
@@ -235,6 +258,7 @@ mod tests {
         assert!(!a.network && !a.exit_with_parent);
         assert_eq!(a.python, "python3");
         assert!(a.cgroup_v1.is_empty() && a.cgroup_v2.is_none() && a.hide.is_empty());
+        assert_eq!(a.run_as, None);
     }
 
     #[test]
@@ -261,6 +285,9 @@ mod tests {
             .is_err()
         );
         assert!(args(&["--listen", "unix:/s", "--root", "/p", "--bogus"]).is_err());
+        for user in ["0:0", "1000", "1000:0", "x:1"] {
+            assert!(args(&["--listen", "unix:/s", "--root", "/p", "--run-as", user]).is_err());
+        }
         assert!(args(&["--listen"]).unwrap_err().contains("needs a value"));
         assert_eq!(args(&["--help"]).unwrap(), Parsed::Help);
     }

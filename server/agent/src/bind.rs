@@ -34,9 +34,10 @@ pub fn bind(agent: &Agent, ex: &Exchange, run: &Run) -> Result<Bound, Frame> {
     let failed =
         |what: &str, e: io::Error| error_frame(error_code::BIND_FAILED, format!("{what}: {e}"));
     for (path, content) in &run.files {
-        let target = safe_join(&agent.layout.work, path)
+        let target = safe_join(&agent.layout.work, path, &|dir| agent.sandbox.give(dir))
             .map_err(|e| failed(&format!("cannot write `{path}`"), e))?;
         write_fresh(&target, content.as_bytes())
+            .and_then(|()| agent.sandbox.give(&target))
             .map_err(|e| failed(&format!("cannot write `{path}`"), e))?;
     }
     let input = serde_json::to_vec(&run.input).unwrap_or_else(|_| b"null".to_vec());
@@ -61,7 +62,12 @@ pub fn bind(agent: &Agent, ex: &Exchange, run: &Run) -> Result<Bound, Frame> {
 
 /// `base/rel`, refusing absolute paths, `..`, and symlinks on the way (a job
 /// may have left links in its work dir; the agent must never follow them out).
-fn safe_join(base: &Path, rel: &str) -> io::Result<PathBuf> {
+/// Directories it creates are passed to `made` (to hand them to the job's user).
+fn safe_join(
+    base: &Path,
+    rel: &str,
+    made: &dyn Fn(&Path) -> io::Result<()>,
+) -> io::Result<PathBuf> {
     let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidInput, why.to_owned());
     let rel_path = Path::new(rel);
     if rel.is_empty() || rel_path.is_absolute() {
@@ -85,7 +91,7 @@ fn safe_join(base: &Path, rel: &str) -> io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
         match std::fs::create_dir(&path) {
-            Ok(()) => {}
+            Ok(()) => made(&path)?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
@@ -316,6 +322,10 @@ impl Tail {
 mod tests {
     use super::*;
 
+    fn no_owner(_: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("hearth-bind-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -326,11 +336,20 @@ mod tests {
     #[test]
     fn safe_join_refuses_escapes() {
         let base = temp_dir("join");
-        assert_eq!(safe_join(&base, "a/b.py").unwrap(), base.join("a/b.py"));
+        assert_eq!(
+            safe_join(&base, "a/b.py", &no_owner).unwrap(),
+            base.join("a/b.py")
+        );
         assert!(base.join("a").is_dir());
-        assert_eq!(safe_join(&base, "./c.py").unwrap(), base.join("c.py"));
+        assert_eq!(
+            safe_join(&base, "./c.py", &no_owner).unwrap(),
+            base.join("c.py")
+        );
         for bad in ["", "/etc/passwd", "../x", "a/../../x", ".", "a/.."] {
-            assert!(safe_join(&base, bad).is_err(), "{bad:?} accepted");
+            assert!(
+                safe_join(&base, bad, &no_owner).is_err(),
+                "{bad:?} accepted"
+            );
         }
         std::fs::remove_dir_all(&base).unwrap();
     }
@@ -341,9 +360,9 @@ mod tests {
         let outside = temp_dir("links-outside");
         std::os::unix::fs::symlink(&outside, base.join("d")).unwrap();
         std::os::unix::fs::symlink(outside.join("f"), base.join("f")).unwrap();
-        let target = safe_join(&base, "d/x.py").unwrap();
+        let target = safe_join(&base, "d/x.py", &no_owner).unwrap();
         write_fresh(&target, b"1").unwrap();
-        write_fresh(&safe_join(&base, "f").unwrap(), b"2").unwrap();
+        write_fresh(&safe_join(&base, "f", &no_owner).unwrap(), b"2").unwrap();
         assert!(!outside.join("x.py").exists() && !outside.join("f").exists());
         assert_eq!(std::fs::read(base.join("d/x.py")).unwrap(), b"1");
         assert_eq!(std::fs::read(base.join("f")).unwrap(), b"2");

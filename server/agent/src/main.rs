@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match argv.first().map(String::as_str) {
         Some(sandbox::ENTER_CGROUPS) => return sandbox::enter_cgroups_and_exec(&argv[1..]),
+        Some(sandbox::IN_SANDBOX) => return sandbox::in_sandbox_exec(&argv[1..]),
         Some(resident::SERVE_JOBS) => return resident::serve_jobs(),
         _ => {}
     }

@@ -19,8 +19,20 @@ use crate::resident::{Resident, SERVE_JOBS};
 
 /// First argument that turns the agent binary into the small launcher that
 /// joins the pod's cgroups and then execs the job (so the job is limited from
-/// its first instruction, with no race against its first fork).
+/// its first instruction, with no race against its first fork). With
+/// `--slirp`, it stays as the sandbox's parent instead, to give the
+/// sandbox's network namespace a user-mode network for as long as it lives.
 pub const ENTER_CGROUPS: &str = "enter-cgroups";
+
+/// First argument of the launcher inside bubblewrap: waits for the sandbox's
+/// network if asked, drops to the unprivileged user, then execs the job.
+pub const IN_SANDBOX: &str = "in-sandbox";
+
+/// slirp4netns's own DNS forwarder, as seen from the sandbox.
+const SLIRP_DNS: &str = "10.0.2.3";
+/// How long the launcher inside waits for slirp4netns to configure the
+/// sandbox's network before giving up.
+const NETWORK_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the agent binary is bound inside bubblewrap (for the supervisor).
 const AGENT_INSIDE: &str = "/.hearth-agent";
@@ -86,11 +98,14 @@ enum RootEntry {
     Symlink { target: PathBuf, path: PathBuf },
 }
 
-/// Names under `/` that the sandbox provides itself.
-const OWN_ROOT_NAMES: [&str; 7] = [
+/// Names under `/` that the sandbox provides itself. `/run` is the host's
+/// runtime directory: its sockets (PostgreSQL's, Docker's, D-Bus's) accept
+/// connections through a read-only bind, so it is never shown.
+const OWN_ROOT_NAMES: [&str; 8] = [
     "proc",
     "dev",
     "tmp",
+    "run",
     "work",
     "hearth",
     "venvs",
@@ -248,6 +263,11 @@ pub struct Sandbox {
     kind: SandboxKind,
     network: bool,
     hide: Vec<PathBuf>,
+    run_as: Option<(u32, u32)>,
+    /// slirp4netns, for sandboxes with network.
+    slirp: Option<PathBuf>,
+    /// A `resolv.conf` naming slirp4netns's DNS, bound over the host's.
+    resolv_conf: Option<PathBuf>,
     wheelhouse: Option<PathBuf>,
     bwrap: PathBuf,
     agent_exe: PathBuf,
@@ -268,11 +288,29 @@ impl Sandbox {
             SandboxKind::None => (PathBuf::new(), Vec::new()),
         };
         let cgroups = Cgroups::new(&args.cgroup_v1, args.cgroup_v2.as_deref());
+        let (slirp, resolv_conf) = if args.sandbox == SandboxKind::Bwrap && args.network {
+            let slirp = find_in_path("slirp4netns").ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "slirp4netns is not on PATH (profiles with network need it)",
+                )
+            })?;
+            let resolv_conf = Path::new("/etc/resolv.conf").is_file().then(|| {
+                let path = args.root.join("resolv.conf");
+                std::fs::write(&path, format!("nameserver {SLIRP_DNS}\n")).map(|()| path)
+            });
+            (Some(slirp), resolv_conf.transpose()?)
+        } else {
+            (None, None)
+        };
         Ok(Sandbox {
             spawner: Spawner::new()?,
             kind: args.sandbox,
             network: args.network,
             hide: args.hide.clone(),
+            run_as: args.run_as,
+            slirp,
+            resolv_conf,
             wheelhouse: args.wheelhouse.clone(),
             bwrap,
             agent_exe: std::env::current_exe()?,
@@ -288,6 +326,14 @@ impl Sandbox {
 
     pub fn network(&self) -> bool {
         self.network
+    }
+
+    /// Hands a file or directory the agent made to the user jobs run as.
+    pub fn give(&self, path: &Path) -> io::Result<()> {
+        match self.run_as {
+            Some((uid, gid)) => std::os::unix::fs::chown(path, Some(uid), Some(gid)),
+            None => Ok(()),
+        }
     }
 
     /// The pod layout as jobs see it.
@@ -324,16 +370,26 @@ impl Sandbox {
         let (program, mut args): (PathBuf, Vec<OsString>) = match self.kind {
             SandboxKind::Bwrap => {
                 let mut args = self.bwrap_args(layout);
+                args.extend(["--".into(), AGENT_INSIDE.into(), IN_SANDBOX.into()]);
+                if let Some((uid, gid)) = self.run_as {
+                    args.extend(["--user".into(), format!("{uid}:{gid}").into()]);
+                }
+                if self.slirp.is_some() {
+                    args.push("--wait-network".into());
+                }
                 args.push("--".into());
                 args.extend(argv.iter().map(OsString::from));
                 (self.bwrap.clone(), args)
             }
             SandboxKind::None => (program.into(), rest.iter().map(OsString::from).collect()),
         };
-        let program = if self.cgroups.is_empty() {
+        let program = if self.cgroups.is_empty() && self.slirp.is_none() {
             program
         } else {
             let mut wrapped: Vec<OsString> = vec![ENTER_CGROUPS.into()];
+            if let Some(slirp) = &self.slirp {
+                wrapped.extend(["--slirp".into(), slirp.into()]);
+            }
             wrapped.extend(self.cgroups.procs_files().map(OsString::from));
             wrapped.push("--".into());
             wrapped.push(program.into_os_string());
@@ -348,6 +404,9 @@ impl Sandbox {
             .current_dir(&layout.work);
         if self.uses_process_group() {
             cmd.process_group(0);
+        }
+        if let (SandboxKind::None, Some((uid, gid))) = (self.kind, self.run_as) {
+            cmd.uid(uid).gid(gid);
         }
         Ok(cmd)
     }
@@ -385,16 +444,17 @@ impl Sandbox {
         let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
             a.extend(items.iter().map(|i| i.as_ref().to_owned()));
         };
+        // Every sandbox has a network namespace of its own, with network or
+        // without: the host's loopback services and abstract unix sockets
+        // live in the host's. slirp4netns gives one network from outside.
         push(&[
             &"--die-with-parent",
             &"--unshare-pid",
             &"--unshare-ipc",
             &"--unshare-uts",
+            &"--unshare-net",
             &"--unshare-cgroup-try",
         ]);
-        if !self.network {
-            push(&[&"--unshare-net"]);
-        }
         // bwrap's root is a tmpfs; the host's top-level entries are bound onto
         // it read-only, so the pod's own mount points (/work, /hearth, /venvs)
         // can be created even though the host has no such directories.
@@ -404,11 +464,35 @@ impl Sandbox {
                 RootEntry::Symlink { target, path } => push(&[&"--symlink", target, path]),
             }
         }
-        push(&[&"--dev", &"/dev", &"--tmpfs", &"/dev/shm"]);
+        push(&[
+            &"--dev",
+            &"/dev",
+            &"--perms",
+            &"1777",
+            &"--tmpfs",
+            &"/dev/shm",
+        ]);
         for dev in &self.gpu_devices {
             push(&[&"--dev-bind", dev, dev]);
         }
-        push(&[&"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
+        push(&[
+            &"--proc", &"/proc", &"--perms", &"1777", &"--tmpfs", &"/tmp", &"--tmpfs", &"/run",
+        ]);
+        // The host's other scratch and runtime directories, if they are
+        // directories of their own (on most systems /var/run links to /run).
+        for (dir, perms) in [("/var/run", "0755"), ("/var/tmp", "1777")] {
+            if self
+                .root_entries
+                .iter()
+                .any(|e| root_entry_path(e) == Path::new("/var"))
+                && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
+            {
+                push(&[&"--perms", &perms, &"--tmpfs", &dir]);
+            }
+        }
+        if let Some(resolv_conf) = &self.resolv_conf {
+            push(&[&"--ro-bind", resolv_conf, &"/etc/resolv.conf"]);
+        }
         for path in &self.hide {
             if path.exists() || path.starts_with("/tmp") {
                 push(&[&"--tmpfs", path]);
@@ -440,6 +524,12 @@ impl Sandbox {
             &"--cap-drop",
             &"ALL",
         ]);
+        if self.run_as.is_some() {
+            // Only for the launcher inside to become the job's user; that
+            // clears every capability, and bubblewrap's no_new_privs keeps
+            // setuid binaries from bringing any back.
+            push(&[&"--cap-add", &"CAP_SETUID", &"--cap-add", &"CAP_SETGID"]);
+        }
         a
     }
 
@@ -580,14 +670,24 @@ pub fn job_path(venv_bin: Option<&Path>, python: &Path) -> String {
     parts.join(":")
 }
 
-/// The launcher mode: `hearth-agent enter-cgroups PROCS_FILE... -- PROGRAM ARGS...`.
-/// Moves itself into each cgroup, then becomes `PROGRAM`.
+/// The launcher mode: `hearth-agent enter-cgroups [--slirp PATH]
+/// PROCS_FILE... -- PROGRAM ARGS...`. Moves itself into each cgroup, then
+/// becomes `PROGRAM`; with `--slirp`, starts `PROGRAM` (bubblewrap) as its
+/// child instead, connects slirp4netns to the sandbox's network namespace,
+/// and exits with the sandbox's status.
 pub fn enter_cgroups_and_exec(argv: &[String]) -> ExitCode {
     let Some(split) = argv.iter().position(|a| a == "--") else {
         eprintln!("hearth-agent {ENTER_CGROUPS}: missing `--`");
         return ExitCode::from(126);
     };
-    let (files, command) = (&argv[..split], &argv[split + 1..]);
+    let (mut files, command) = (&argv[..split], &argv[split + 1..]);
+    let mut slirp = None;
+    if let [flag, path, rest @ ..] = files
+        && flag == "--slirp"
+    {
+        slirp = Some(path);
+        files = rest;
+    }
     for file in files {
         // "0" moves the writing process (v1 and v2 alike).
         if let Err(e) = std::fs::write(file, "0") {
@@ -599,13 +699,152 @@ pub fn enter_cgroups_and_exec(argv: &[String]) -> ExitCode {
         eprintln!("hearth-agent {ENTER_CGROUPS}: empty command");
         return ExitCode::from(126);
     };
-    let err = Command::new(program).args(args).exec();
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    match slirp {
+        Some(slirp) => run_with_network(cmd, slirp),
+        None => exec(cmd, program),
+    }
+}
+
+/// Replaces this process with `cmd`; returns only on failure, as a shell would.
+fn exec(mut cmd: Command, program: &str) -> ExitCode {
+    let err = cmd.exec();
     eprintln!("hearth-agent: cannot run {program}: {err}");
     ExitCode::from(if err.kind() == io::ErrorKind::NotFound {
         127
     } else {
         126
     })
+}
+
+/// Runs the sandbox `cmd` with slirp4netns serving its network namespace.
+/// slirp4netns reads its exit pipe from its stdin: it ends when this
+/// launcher does, however it ends (a SIGKILL from the agent included).
+fn run_with_network(mut cmd: Command, slirp: &str) -> ExitCode {
+    let mut sandbox = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("hearth-agent: cannot start the sandbox: {e}");
+            return ExitCode::from(126);
+        }
+    };
+    // bubblewrap creates the namespaces with its first child.
+    let give_up = Instant::now() + NETWORK_WAIT;
+    let inner = loop {
+        if let Some(pid) = first_child(sandbox.id()) {
+            break Some(pid);
+        }
+        if Instant::now() > give_up || !matches!(sandbox.try_wait(), Ok(None)) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let network = inner.map(|pid| {
+        Command::new(slirp)
+            .args(["--configure", "--mtu=65520", "--disable-host-loopback"])
+            .args(["--enable-sandbox", "--enable-seccomp", "--exit-fd=0"])
+            .arg(pid.to_string())
+            .arg("tap0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+    });
+    match &network {
+        Some(Ok(_)) => {}
+        Some(Err(e)) => eprintln!("hearth-agent: cannot start {slirp}: {e}"),
+        None => eprintln!("hearth-agent: the sandbox's namespaces did not appear"),
+    }
+    let status = sandbox.wait();
+    if let Some(Ok(mut slirp)) = network {
+        drop(slirp.stdin.take());
+        let _ = slirp.kill();
+        let _ = slirp.wait();
+    }
+    match status {
+        Ok(status) => ExitCode::from(exit_code(status).map_or(126, |c| c.clamp(0, 255) as u8)),
+        Err(_) => ExitCode::from(126),
+    }
+}
+
+/// The first child of `pid`, from `/proc/PID/task/PID/children`.
+fn first_child(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The launcher inside bubblewrap: `hearth-agent in-sandbox [--user UID:GID]
+/// [--wait-network] -- PROGRAM ARGS...`. Waits until slirp4netns has given
+/// the sandbox a default route, then becomes `PROGRAM` as the user (which
+/// clears every capability the sandbox kept for this step).
+pub fn in_sandbox_exec(argv: &[String]) -> ExitCode {
+    let Some(split) = argv.iter().position(|a| a == "--") else {
+        eprintln!("hearth-agent {IN_SANDBOX}: missing `--`");
+        return ExitCode::from(126);
+    };
+    let (options, command) = (&argv[..split], &argv[split + 1..]);
+    let mut user = None;
+    let mut wait_network = false;
+    let mut it = options.iter();
+    while let Some(option) = it.next() {
+        match option.as_str() {
+            "--wait-network" => wait_network = true,
+            "--user" => {
+                user = it.next().and_then(|v| {
+                    let (u, g) = v.split_once(':')?;
+                    Some((u.parse::<u32>().ok()?, g.parse::<u32>().ok()?))
+                });
+                if user.is_none() {
+                    eprintln!("hearth-agent {IN_SANDBOX}: bad --user");
+                    return ExitCode::from(126);
+                }
+            }
+            other => {
+                eprintln!("hearth-agent {IN_SANDBOX}: unknown option `{other}`");
+                return ExitCode::from(126);
+            }
+        }
+    }
+    if wait_network && !wait_for_default_route(NETWORK_WAIT) {
+        eprintln!("hearth-agent: the sandbox's network did not come up");
+        return ExitCode::from(126);
+    }
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("hearth-agent {IN_SANDBOX}: empty command");
+        return ExitCode::from(126);
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if let Some((uid, gid)) = user {
+        // std drops the supplementary groups first when it runs as root.
+        cmd.uid(uid).gid(gid);
+    }
+    exec(cmd, program)
+}
+
+/// Waits until this network namespace has an IPv4 default route.
+fn wait_for_default_route(limit: Duration) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        let routed = std::fs::read_to_string("/proc/net/route").is_ok_and(|table| {
+            table
+                .lines()
+                .skip(1)
+                .any(|line| line.split_whitespace().nth(1) == Some("00000000"))
+        });
+        if routed {
+            return true;
+        }
+        if Instant::now() > give_up {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 #[cfg(test)]
@@ -620,6 +859,9 @@ mod tests {
             kind,
             network,
             hide: vec!["/tmp/state/pods".into()],
+            run_as: None,
+            slirp: network.then(|| "/usr/bin/slirp4netns".into()),
+            resolv_conf: None,
             wheelhouse: Some("/srv/wheels".into()),
             bwrap: "/usr/bin/bwrap".into(),
             agent_exe: "/usr/bin/hearth-agent".into(),
@@ -641,17 +883,74 @@ mod tests {
             .collect()
     }
 
+    fn command_line(sb: &Sandbox, layout: &Layout) -> Vec<String> {
+        let cmd = sb
+            .command(layout, &["python3".into()], &BTreeMap::new())
+            .unwrap();
+        std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
     #[test]
-    fn bwrap_isolates_network_unless_allowed() {
+    fn every_sandbox_has_its_own_network_namespace() {
+        let layout = Layout::new(Path::new("/tmp/state/pods/p1"));
+        let closed = command_line(&sandbox(SandboxKind::Bwrap, false), &layout);
+        assert_eq!(closed[0], "/usr/bin/bwrap");
+        assert!(closed.contains(&"--unshare-net".to_owned()));
+        assert!(!closed.contains(&"--wait-network".to_owned()));
+        // With network: the same namespace, served by slirp4netns from the
+        // launcher outside, and the job waits for it inside.
+        let open = command_line(&sandbox(SandboxKind::Bwrap, true), &layout);
+        assert!(open.contains(&"--unshare-net".to_owned()));
+        assert_eq!(
+            open[..5],
+            [
+                "/usr/bin/hearth-agent",
+                ENTER_CGROUPS,
+                "--slirp",
+                "/usr/bin/slirp4netns",
+                "--"
+            ]
+        );
+        let tail = open.join(" ");
+        assert!(
+            tail.ends_with("-- /.hearth-agent in-sandbox --wait-network -- python3"),
+            "{tail}"
+        );
+    }
+
+    #[test]
+    fn jobs_run_as_the_unprivileged_user() {
+        let layout = Layout::new(Path::new("/tmp/state/pods/p1"));
+        let mut sb = sandbox(SandboxKind::Bwrap, false);
+        sb.run_as = Some((65534, 65533));
+        let line = command_line(&sb, &layout).join(" ");
+        assert!(
+            line.contains("--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --"),
+            "{line}"
+        );
+        assert!(line.ends_with("/.hearth-agent in-sandbox --user 65534:65533 -- python3"));
+        // Without bubblewrap the agent itself switches user when spawning.
+        let mut none = sandbox(SandboxKind::None, false);
+        none.run_as = Some((65534, 65533));
+        let cmd = none
+            .command(&layout, &["id".into()], &BTreeMap::new())
+            .unwrap();
+        assert_eq!(cmd.get_program(), "id");
+    }
+
+    #[test]
+    fn bwrap_hides_host_runtime_and_scratch_directories() {
         let layout = Layout::new(Path::new("/tmp/state/pods/p1"));
         let closed = strings(&sandbox(SandboxKind::Bwrap, false).bwrap_args(&layout));
-        assert!(closed.contains(&"--unshare-net".to_owned()));
-        let open = strings(&sandbox(SandboxKind::Bwrap, true).bwrap_args(&layout));
-        assert!(!open.contains(&"--unshare-net".to_owned()));
         let joined = closed.join(" ");
+        assert!(!joined.contains("--cap-add"));
         for expected in [
             "--symlink usr/bin /bin --ro-bind /usr /usr",
-            "--tmpfs /tmp --tmpfs /tmp/state/pods",
+            "--perms 1777 --tmpfs /tmp --tmpfs /run --tmpfs /tmp/state/pods",
+            "--dev /dev --perms 1777 --tmpfs /dev/shm",
             "--bind /tmp/state/pods/p1/work /work --bind /tmp/state/pods/p1/io /hearth",
             "--bind /tmp/state/pods/p1/venvs /venvs --ro-bind /srv/wheels /wheelhouse",
             "--chdir /work --hostname hearth-pod --new-session --cap-drop ALL",

@@ -49,8 +49,12 @@ impl Agent {
     pub fn new(args: &Args) -> io::Result<Self> {
         let layout = Layout::new(&args.root);
         layout.create()?;
+        let sandbox = Sandbox::new(args)?;
+        for dir in layout.job_dirs() {
+            sandbox.give(dir)?;
+        }
         Ok(Agent {
-            sandbox: Sandbox::new(args)?,
+            sandbox,
             python: resolve_python(&args.python),
             layout,
             venv_lock: Mutex::new(()),
@@ -147,6 +151,7 @@ impl Agent {
         self.discard_residents();
         for dir in self.layout.job_dirs() {
             std::fs::create_dir_all(dir)?;
+            self.sandbox.give(dir)?;
             for entry in std::fs::read_dir(dir)? {
                 let path = entry?.path();
                 let removed = if std::fs::symlink_metadata(&path)?.is_dir() {

@@ -1,7 +1,14 @@
 //! The local runtime: each pod is a `hearth-agent` process on this machine,
 //! with its own directory (`<state_dir>/pods/<pod_id>`), cgroups
-//! (`hearth/<pod_id>` per controller) and a bubblewrap sandbox that serves
-//! its jobs one after another (`hearth-agent`'s resident sandbox).
+//! (`hearth/<scope>/<pod_id>` per controller) and a bubblewrap sandbox that
+//! serves its jobs one after another (`hearth-agent`'s resident sandbox).
+//!
+//! Several instances may share a machine, even a state directory: each
+//! holds an exclusive lock on its pods directory (`pods`, else `pods-1`,
+//! `pods-2`, ...) for as long as it runs, and its cgroups live under a scope
+//! named after that directory. What an instance finds in its own pods
+//! directory and scope at start was left by a dead one, and only that is
+//! removed as orphaned.
 //!
 //! Which isolation mechanisms exist is detected once, when the runtime is
 //! built; every missing one is logged and reported by
@@ -51,7 +58,15 @@ pub struct LocalConfig {
     pub python: String,
     /// How long a pod's agent may take to answer its first ping.
     pub start_timeout: Duration,
+    /// The unprivileged user and group jobs run as when the service runs as
+    /// root (with bubblewrap); otherwise jobs run as the service's user.
+    pub job_user: Option<(u32, u32)>,
 }
+
+/// `nobody`/`nogroup` on Debian: owns no file a job could use.
+pub const DEFAULT_JOB_USER: (u32, u32) = (65534, 65534);
+/// The most instances that may share one state directory.
+const MAX_INSTANCES: usize = 64;
 
 impl LocalConfig {
     /// A configuration with `python3`, no wheelhouse and a 10 s start timeout.
@@ -62,6 +77,7 @@ impl LocalConfig {
             wheelhouse: None,
             python: "python3".to_owned(),
             start_timeout: Duration::from_secs(10),
+            job_user: Some(DEFAULT_JOB_USER),
         }
     }
 }
@@ -75,8 +91,14 @@ pub struct LocalRuntime {
 #[derive(Debug)]
 struct Inner {
     cfg: LocalConfig,
-    /// `state_dir/pods`, absolute.
+    /// `state_dir/pods` (or `pods-N`), absolute.
     pods_dir: PathBuf,
+    /// `state_dir`, absolute: hidden from every sandbox.
+    state_dir: PathBuf,
+    /// Held for as long as the runtime lives: `pods_dir` is this instance's.
+    _pods_lock: std::fs::File,
+    /// The user jobs run as, if the agent is to switch to one.
+    run_as: Option<(u32, u32)>,
     /// The interpreter behind `cfg.python`.
     python: String,
     /// Whether jobs run in bubblewrap (namespaces available).
@@ -111,9 +133,10 @@ impl LocalRuntime {
     /// Detects the isolation mechanisms (once) and prepares the state
     /// directory. Missing mechanisms are logged, not fatal.
     pub fn new(cfg: LocalConfig) -> Result<Self, Error> {
-        let pods_dir = cfg.state_dir.join("pods");
-        std::fs::create_dir_all(&pods_dir)?;
-        let pods_dir = pods_dir.canonicalize()?;
+        std::fs::create_dir_all(&cfg.state_dir)?;
+        let state_dir = cfg.state_dir.canonicalize()?;
+        let (pods_dir, pods_lock) = claim_pods_dir(&state_dir)?;
+        let scope = scope_of(&pods_dir);
         let mut cfg = cfg;
         if let Some(w) = &cfg.wheelhouse {
             cfg.wheelhouse = Some(w.canonicalize().map_err(|e| {
@@ -128,7 +151,10 @@ impl LocalRuntime {
         }
 
         let (bwrap, bwrap_detail) = probe_bwrap();
-        let (cgroups, cgroup_mechanisms) = Cgroups::detect(Path::new(CGROUP_MOUNT));
+        let (cgroups, cgroup_mechanisms) = Cgroups::detect(Path::new(CGROUP_MOUNT), &scope);
+        let root = is_root();
+        let run_as = cfg.job_user.filter(|_| bwrap && root);
+        let slirp = which("slirp4netns");
         let mut mechanisms = vec![Mechanism {
             name: "namespaces".to_owned(),
             available: bwrap,
@@ -139,9 +165,34 @@ impl LocalRuntime {
             name: "network-isolation".to_owned(),
             available: bwrap,
             detail: if bwrap {
-                "a network namespace per pod sandbox (bubblewrap --unshare-net)".to_owned()
+                "a network namespace per sandbox; profiles with network get a user-mode \
+                 network (slirp4netns) that cannot reach the host's loopback"
+                    .to_owned()
             } else {
                 format!("jobs share the host network: {bwrap_detail}")
+            },
+        });
+        mechanisms.push(Mechanism {
+            name: "network".to_owned(),
+            available: bwrap && slirp.is_some(),
+            detail: match (&slirp, bwrap) {
+                (Some(path), true) => format!("slirp4netns at {}", path.display()),
+                (None, true) => "slirp4netns is not installed: pods of profiles with \
+                                 network fail to start"
+                    .to_owned(),
+                (_, false) => format!("jobs share the host network: {bwrap_detail}"),
+            },
+        });
+        mechanisms.push(Mechanism {
+            name: "unprivileged-user".to_owned(),
+            available: run_as.is_some() || (bwrap && !root),
+            detail: match run_as {
+                Some((uid, gid)) => format!("jobs run as uid {uid}, gid {gid}"),
+                None if !root => "jobs run as the service's own (non-root) user".to_owned(),
+                None if bwrap => "HEARTH_JOB_USER is off: jobs run as root \
+                                  without capabilities"
+                    .to_owned(),
+                None => format!("jobs run as root: {bwrap_detail}"),
             },
         });
         for m in mechanisms.iter().filter(|m| !m.available) {
@@ -151,7 +202,17 @@ impl LocalRuntime {
                 "isolation mechanism unavailable; local pods run without it"
             );
         }
-        let python = resolve_python(&cfg.python);
+        let mut python = resolve_python(&cfg.python);
+        if run_as.is_some() && !reachable_by_others(Path::new(&python)) {
+            // e.g. an interpreter under /root: the job's user cannot run it.
+            let fallback = "/usr/bin/python3";
+            if reachable_by_others(Path::new(fallback)) {
+                tracing::warn!(%python, %fallback, "the job user cannot run the interpreter; using another");
+                python = fallback.to_owned();
+            } else {
+                tracing::warn!(%python, "the job user cannot run the interpreter; dependency installs will fail");
+            }
+        }
         tracing::info!(
             state_dir = %cfg.state_dir.display(),
             python = %python,
@@ -163,6 +224,9 @@ impl LocalRuntime {
             inner: Arc::new(Inner {
                 cfg,
                 pods_dir,
+                state_dir,
+                _pods_lock: pods_lock,
+                run_as,
                 python,
                 bwrap,
                 cgroups,
@@ -177,6 +241,79 @@ impl LocalRuntime {
     pub fn pod_dir(&self, pod_id: &str) -> PathBuf {
         self.inner.pods_dir.join(pod_id)
     }
+
+    /// The cgroup directories a pod has (or would have).
+    pub fn cgroup_dirs(&self, pod_id: &str) -> Vec<PathBuf> {
+        self.inner.cgroups.pod_dirs(pod_id)
+    }
+}
+
+/// Takes the first pods directory of `state_dir` that no live instance holds.
+fn claim_pods_dir(state_dir: &Path) -> Result<(PathBuf, std::fs::File), Error> {
+    for n in 0..MAX_INSTANCES {
+        let name = if n == 0 {
+            "pods".to_owned()
+        } else {
+            format!("pods-{n}")
+        };
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(state_dir.join(format!("{name}.lock")))?;
+        match lock.try_lock() {
+            Ok(()) => {
+                let dir = state_dir.join(name);
+                std::fs::create_dir_all(&dir)?;
+                return Ok((dir, lock));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+    }
+    Err(Error::StartFailed(format!(
+        "{MAX_INSTANCES} instances already use {}",
+        state_dir.display()
+    )))
+}
+
+/// The cgroup scope of a pods directory: a stable hash of its path (FNV-1a),
+/// so a restart on the same directory finds its predecessor's cgroups.
+fn scope_of(pods_dir: &Path) -> String {
+    let hash = pods_dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    format!("{hash:016x}")
+}
+
+/// Whether a user who is neither owner nor in the group can execute `path`:
+/// every directory on the way and the file itself have the `x` bit for others.
+fn reachable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(path) = path.canonicalize() else {
+        return false;
+    };
+    path.ancestors()
+        .all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// Whether this process runs as root (`/proc/self` belongs to the euid).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// Looks a program up on PATH.
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    })
 }
 
 /// Whether bubblewrap can build the sandboxes jobs run in.
@@ -353,13 +490,16 @@ impl Inner {
             .arg("--sandbox")
             .arg(if self.bwrap { "bwrap" } else { "none" })
             .arg("--hide")
-            .arg(&self.pods_dir)
+            .arg(&self.state_dir)
             .arg("--exit-with-parent")
             .arg("--python")
             .arg(&self.python)
             .args(self.cgroups.agent_args(&spec.pod_id));
         if spec.profile.network {
             cmd.arg("--network");
+        }
+        if let Some((uid, gid)) = self.run_as {
+            cmd.arg("--run-as").arg(format!("{uid}:{gid}"));
         }
         if let Some(w) = &self.cfg.wheelhouse {
             cmd.arg("--wheelhouse").arg(w);

@@ -276,18 +276,24 @@ async fn start_ping_and_report_mechanisms() {
         .await;
     assert!(pod.address.starts_with("unix:"));
     // The profile's limits are in the pod's cgroups.
+    let dirs = h.rt.cgroup_dirs(&h.pods[0]);
     let cg = |ctrl: &str, file: &str| {
-        let v1 = Path::new("/sys/fs/cgroup").join(ctrl).join("hearth");
-        let dir = if v1.is_dir() {
-            v1
-        } else {
-            PathBuf::from("/sys/fs/cgroup/hearth")
-        };
-        std::fs::read_to_string(dir.join(&h.pods[0]).join(file))
+        let v1 = format!("/sys/fs/cgroup/{ctrl}/");
+        let dir = dirs
+            .iter()
+            .find(|d| d.starts_with(&v1))
+            .or_else(|| dirs.first())
+            .unwrap();
+        std::fs::read_to_string(dir.join(file))
             .unwrap()
             .trim()
             .to_owned()
     };
+    // A v1 pids hierarchy limits pods (its root group has no pids.max; the
+    // pods' groups do).
+    if Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists() {
+        assert!(h.has("cgroup.pids"), "{:?}", h.rt.mechanisms());
+    }
     if h.has("cgroup.memory") {
         let limit = if Path::new("/sys/fs/cgroup/memory").is_dir() {
             cg("memory", "memory.limit_in_bytes")
@@ -490,15 +496,16 @@ async fn timeout_kills_the_whole_tree() {
             // Both sleeps are running before the timeout fires, inside the
             // pod's cgroups.
             assert!(eventually(Duration::from_secs(1), || processes_with(&marker) >= 2).await);
-            let procs: Vec<u32> = cgroup_dirs(&h.pods[0])
-                .iter()
-                .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-                .flat_map(|t| {
-                    t.lines()
-                        .filter_map(|l| l.parse().ok())
-                        .collect::<Vec<u32>>()
-                })
-                .collect();
+            let procs: Vec<u32> =
+                h.rt.cgroup_dirs(&h.pods[0])
+                    .iter()
+                    .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+                    .flat_map(|t| {
+                        t.lines()
+                            .filter_map(|l| l.parse().ok())
+                            .collect::<Vec<u32>>()
+                    })
+                    .collect();
             if h.has("cgroup.pids") {
                 for pid in pids_with(&marker) {
                     assert!(procs.contains(&pid), "{pid} is outside the pod's cgroups");
@@ -585,19 +592,123 @@ except OSError as e:
     print("failed", e)
 "#
     );
-    let open = h.start(profile(true)).await;
-    let frames = run_all(&open, python(&code)).await;
-    assert_eq!(lines(&frames, Stream::Stdout), ["connected"], "{frames:?}");
-    if h.has("network-isolation") {
-        let closed = h.start(profile(false)).await;
-        let frames = run_all(&closed, python(&code)).await;
-        let out = lines(&frames, Stream::Stdout);
-        assert!(
-            out[0].starts_with("failed"),
-            "a no-network job connected: {out:?}"
-        );
+    if !h.has("network") {
+        eprintln!("skipped: {:?}", h.rt.mechanisms());
+        return h.finish().await;
     }
+    // With network, a job has a routed interface of its own, and neither the
+    // host's loopback nor slirp4netns's way to it (10.0.2.2) reaches the
+    // host's listener.
+    let open = h.start(profile(true)).await;
+    let routed =
+        "print(any(l.split()[1] == '00000000' for l in open('/proc/net/route').readlines()[1:]))";
+    let frames = run_all(&open, python(routed)).await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["True"], "{frames:?}");
+    for host in ["127.0.0.1", "10.0.2.2"] {
+        let frames = run_all(&open, python(&code.replace("127.0.0.1", host))).await;
+        let out = lines(&frames, Stream::Stdout);
+        assert!(out[0].starts_with("failed"), "{host}: {out:?}");
+    }
+    let closed = h.start(profile(false)).await;
+    let frames = run_all(&closed, python(routed)).await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["False"], "{frames:?}");
+    let frames = run_all(&closed, python(&code)).await;
+    let out = lines(&frames, Stream::Stdout);
+    assert!(
+        out[0].starts_with("failed"),
+        "a no-network job connected: {out:?}"
+    );
     drop(listener);
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn a_job_sees_no_host_socket_runtime_directory_or_secret() {
+    use std::os::linux::net::SocketAddrExt as _;
+    use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+
+    let mut h = Harness::new(None);
+    if !h.has("namespaces") {
+        eprintln!("skipped: namespaces unavailable");
+        return;
+    }
+    // A host service on a socket file in the runtime directory (as
+    // PostgreSQL's), and one on an abstract socket (as D-Bus's): both answer
+    // the host, and neither may answer a job.
+    let file = Path::new("/run").join(format!("{}.sock", unique("hearth-test")));
+    let file_listener = UnixListener::bind(&file).ok();
+    let name = unique("hearth-test-abstract");
+    let abstract_listener =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
+    if file_listener.is_some() {
+        UnixStream::connect(&file).expect("the host reaches its own socket");
+    }
+    UnixStream::connect_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap())
+        .expect("the host reaches its own abstract socket");
+    let probe = format!(
+        r#"
+import json, os, socket
+def connect(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(2)
+    try:
+        s.connect(path)
+        return "connected"
+    except OSError as e:
+        return "failed"
+def attempt(f):
+    try:
+        f()
+        return "allowed"
+    except OSError:
+        return "denied"
+print(json.dumps({{
+    "uid": os.getuid(),
+    "run": sorted(os.listdir("/run")),
+    "var_run": sorted(os.listdir("/var/run")),
+    "file": connect({file:?}),
+    "abstract": connect("\0{name}"),
+    "postgres": connect("/var/run/postgresql/.s.PGSQL.5432"),
+    "shadow": attempt(lambda: open("/etc/shadow").read(1)),
+    "root": attempt(lambda: os.listdir("/root")),
+}}))
+"#,
+        file = file.display().to_string()
+    );
+    let mut profiles = vec![profile(false)];
+    if h.has("network") {
+        profiles.push(profile(true));
+    }
+    for p in profiles {
+        let network = p.network;
+        let pod = h.start(p).await;
+        let frames = run_all(&pod, python(&probe)).await;
+        let out = lines(&frames, Stream::Stdout);
+        let seen: Value = serde_json::from_str(out.first().unwrap_or_else(|| panic!("{frames:?}"))).unwrap();
+        assert_eq!(
+            seen["run"],
+            serde_json::json!([]),
+            "network {network}: {seen}"
+        );
+        assert_eq!(
+            seen["var_run"],
+            serde_json::json!([]),
+            "network {network}: {seen}"
+        );
+        for socket in ["file", "abstract", "postgres"] {
+            assert_eq!(
+                seen[socket], "failed",
+                "network {network}: {socket}: {seen}"
+            );
+        }
+        if h.has("unprivileged-user") {
+            assert_ne!(seen["uid"], 0, "{seen}");
+            assert_eq!(seen["shadow"], "denied", "{seen}");
+            assert_eq!(seen["root"], "denied", "{seen}");
+        }
+    }
+    drop((file_listener, abstract_listener));
+    let _ = std::fs::remove_file(&file);
     h.finish().await;
 }
 
@@ -799,19 +910,6 @@ async fn wipe_empties_the_pod() {
     h.finish().await;
 }
 
-fn cgroup_dirs(pod_id: &str) -> Vec<PathBuf> {
-    ["memory", "cpu", "pids"]
-        .iter()
-        .map(|c| {
-            Path::new("/sys/fs/cgroup")
-                .join(c)
-                .join("hearth")
-                .join(pod_id)
-        })
-        .chain([Path::new("/sys/fs/cgroup/hearth").join(pod_id)])
-        .collect()
-}
-
 #[tokio::test]
 async fn stop_pod_removes_everything_and_is_idempotent() {
     let mut h = Harness::new(None);
@@ -820,7 +918,7 @@ async fn stop_pod_removes_everything_and_is_idempotent() {
     let dir = h.rt.pod_dir(&pod_id);
     assert!(dir.is_dir());
     if h.has("cgroup.memory") {
-        assert!(cgroup_dirs(&pod_id).iter().any(|d| d.is_dir()));
+        assert!(h.rt.cgroup_dirs(&pod_id).iter().any(|d| d.is_dir()));
     }
     let pid: u32 = std::fs::read_to_string(dir.join("agent.pid"))
         .unwrap()
@@ -828,7 +926,7 @@ async fn stop_pod_removes_everything_and_is_idempotent() {
         .unwrap();
     h.rt.stop_pod(&pod_id).await.unwrap();
     assert!(!dir.exists());
-    assert!(cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
+    assert!(h.rt.cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
     assert!(!Path::new(&format!("/proc/{pid}/cmdline")).exists() || !is_running(pid));
     assert!(client::ping(&pod.address).await.is_err());
     h.rt.stop_pod(&pod_id).await.unwrap();
@@ -878,6 +976,7 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
         .await
         .unwrap();
     let dir = crashed.pod_dir(&pod_id);
+    let cgroups = crashed.cgroup_dirs(&pod_id);
     let pid: u32 = std::fs::read_to_string(dir.join("agent.pid"))
         .unwrap()
         .parse()
@@ -899,7 +998,7 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
     let removed = fresh.remove_orphans().await.unwrap();
     assert!(removed >= 1, "removed {removed}");
     assert!(!dir.exists());
-    assert!(cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
+    assert!(cgroups.iter().all(|d| !d.exists()));
     assert!(eventually(Duration::from_secs(2), || !is_running(pid)).await);
     assert!(
         eventually(Duration::from_secs(2), || processes_with(&marker) == 0).await,
@@ -1074,7 +1173,7 @@ async fn an_agent_that_dies_at_start_fails_the_start_cleanly() {
     let text = err.to_string();
     assert!(text.contains("boom-at-start"), "{text}");
     assert!(!rt.pod_dir(&pod_id).exists());
-    assert!(cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
+    assert!(rt.cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
     let _ = std::fs::remove_dir_all(&state);
 }
 

@@ -1,7 +1,9 @@
 //! The cgroups of local pods: detecting which controllers this machine lets
-//! the runtime use (v2, or v1 hierarchies), creating `hearth/<pod_id>` with the
-//! profile's limits, killing what runs in them, and removing them. Touches
-//! nothing outside `<mount>/hearth`.
+//! the runtime use (v2, or v1 hierarchies), creating `hearth/<scope>/<pod_id>`
+//! with the profile's limits, killing what runs in them, and removing them.
+//! Each runtime has a scope of its own (see [`crate::local`]), so two
+//! instances on one machine never touch each other's pods. Touches nothing
+//! outside `<mount>/hearth/<scope>`.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -35,7 +37,8 @@ impl Controller {
         }
     }
 
-    /// The file whose presence shows a v1 hierarchy can enforce the limit.
+    /// The file whose presence in a child group shows a v1 hierarchy can
+    /// enforce the limit (the root group of a hierarchy has no `pids.max`).
     fn v1_limit_file(self) -> &'static str {
         match self {
             Controller::Memory => "memory.limit_in_bytes",
@@ -48,36 +51,45 @@ impl Controller {
 /// How pods' cgroups are provided here.
 #[derive(Debug, Clone)]
 pub enum Cgroups {
-    /// One unified hierarchy; `dir` is `<mount>/hearth`.
+    /// One unified hierarchy; `dir` is `<mount>/hearth/<scope>`.
     V2 {
         dir: PathBuf,
         controllers: Vec<Controller>,
     },
-    /// One hierarchy per controller; each dir is `<mount>/<ctrl>/hearth`.
+    /// One hierarchy per controller; each dir is `<mount>/<ctrl>/hearth/<scope>`.
     V1 { dirs: Vec<(Controller, PathBuf)> },
 }
 
 impl Cgroups {
     /// Finds the usable controllers under `mount` (normally `/sys/fs/cgroup`)
-    /// and creates the `hearth` parent cgroups. Reports one mechanism per
-    /// controller, available or not.
-    pub fn detect(mount: &Path) -> (Cgroups, Vec<Mechanism>) {
+    /// and creates the `hearth/<scope>` parent cgroups. Reports one mechanism
+    /// per controller, available or not.
+    pub fn detect(mount: &Path, scope: &str) -> (Cgroups, Vec<Mechanism>) {
         let controllers_file = mount.join("cgroup.controllers");
         if let Ok(listed) = std::fs::read_to_string(&controllers_file) {
-            return Self::detect_v2(mount, &listed);
+            return Self::detect_v2(mount, scope, &listed);
         }
         let mut dirs = Vec::new();
         let mut mechanisms = Vec::new();
         for ctrl in Controller::ALL {
             let hierarchy = mount.join(ctrl.name());
-            let result = if hierarchy.join(ctrl.v1_limit_file()).exists() {
-                let dir = hierarchy.join(PARENT);
-                std::fs::create_dir_all(&dir).map(|()| dir)
-            } else {
+            let dir = hierarchy.join(PARENT).join(scope);
+            let result = if !hierarchy.join("cgroup.procs").exists() {
                 Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     format!("no {} hierarchy at {}", ctrl.name(), hierarchy.display()),
                 ))
+            } else {
+                std::fs::create_dir_all(&dir).and_then(|()| {
+                    if dir.join(ctrl.v1_limit_file()).exists() {
+                        Ok(dir)
+                    } else {
+                        Err(io::Error::new(
+                            io::ErrorKind::Unsupported,
+                            format!("{} has no {}", dir.display(), ctrl.v1_limit_file()),
+                        ))
+                    }
+                })
             };
             mechanisms.push(match result {
                 Ok(dir) => {
@@ -90,9 +102,9 @@ impl Cgroups {
         (Cgroups::V1 { dirs }, mechanisms)
     }
 
-    fn detect_v2(mount: &Path, listed: &str) -> (Cgroups, Vec<Mechanism>) {
+    fn detect_v2(mount: &Path, scope: &str, listed: &str) -> (Cgroups, Vec<Mechanism>) {
         let listed: BTreeSet<&str> = listed.split_whitespace().collect();
-        let dir = mount.join(PARENT);
+        let dir = mount.join(PARENT).join(scope);
         let wanted: Vec<Controller> = Controller::ALL
             .into_iter()
             .filter(|c| listed.contains(c.name()))
@@ -105,6 +117,9 @@ impl Cgroups {
         // Pods' cgroups only get the controllers their parent delegates.
         let setup = std::fs::create_dir_all(&dir)
             .and_then(|()| write_if_needed(&mount.join("cgroup.subtree_control"), &enable))
+            .and_then(|()| {
+                write_if_needed(&mount.join(PARENT).join("cgroup.subtree_control"), &enable)
+            })
             .and_then(|()| write_if_needed(&dir.join("cgroup.subtree_control"), &enable));
         let delegated: BTreeSet<String> =
             std::fs::read_to_string(dir.join("cgroup.subtree_control"))
@@ -233,7 +248,7 @@ impl Cgroups {
         Ok(())
     }
 
-    /// Pod ids that have a cgroup under `hearth/` in any hierarchy.
+    /// Pod ids that have a cgroup under `hearth/<scope>/` in any hierarchy.
     pub fn pod_ids(&self) -> BTreeSet<String> {
         let parents: Vec<&PathBuf> = match self {
             Cgroups::V2 { dir, .. } => vec![dir],
@@ -431,7 +446,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(&mount);
         std::fs::create_dir_all(&mount).unwrap();
         std::fs::write(mount.join("cgroup.controllers"), "cpu memory io").unwrap();
-        let (cg, mechs) = Cgroups::detect(&mount);
+        let (cg, mechs) = Cgroups::detect(&mount, "s1");
+        assert!(mount.join("hearth/s1/cgroup.subtree_control").is_file());
         // A plain directory does not delegate like cgroupfs does, but the
         // written subtree_control files say what was asked for.
         assert!(matches!(cg, Cgroups::V2 { .. }));
