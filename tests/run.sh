@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null || ! command -v openssl >/dev/null; then
-    echo "installing bubblewrap and openssl"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap openssl >/dev/null
+if ! command -v bwrap >/dev/null || ! command -v slirp4netns >/dev/null || ! command -v openssl >/dev/null; then
+    echo "installing bubblewrap, slirp4netns and openssl"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns openssl >/dev/null
 fi
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then

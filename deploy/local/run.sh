@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v bwrap >/dev/null; then
-    echo "installing bubblewrap" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+if ! command -v bwrap >/dev/null || ! command -v slirp4netns >/dev/null; then
+    echo "installing bubblewrap and slirp4netns" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns >/dev/null
 fi
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
     echo "starting PostgreSQL" >&2
