@@ -12,6 +12,7 @@ usage: hearth-agent --listen unix:/path/agent.sock|tcp:HOST:PORT --root DIR [opt
   --network              jobs may reach the network through slirp4netns (default: no network);
                          either way each sandbox has a network namespace of its own
   --run-as UID:GID       run everything inside the sandbox as this unprivileged user
+  --disk-mib N           kill a job whose pod directories grow past N MiB (default: no quota)
   --cgroup-v1 C=DIR,...  cgroup v1 directories of the pod (e.g. memory=/sys/fs/cgroup/memory/hearth/p1)
   --cgroup-v2 DIR        the pod's cgroup v2 directory
   --hide PATH            host path masked by an empty tmpfs inside the sandbox (repeatable)
@@ -57,6 +58,8 @@ pub struct Args {
     pub hide: Vec<PathBuf>,
     /// The unprivileged user and group jobs run as (bubblewrap only).
     pub run_as: Option<(u32, u32)>,
+    /// Disk quota of the pod's job directories, in MiB.
+    pub disk_mib: Option<u64>,
     pub wheelhouse: Option<PathBuf>,
     pub python: String,
     pub exit_with_parent: bool,
@@ -80,6 +83,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
     let mut cgroup_v2 = None;
     let mut hide = Vec::new();
     let mut run_as = None;
+    let mut disk_mib = None;
     let mut wheelhouse = None;
     let mut python = "python3".to_owned();
     let mut exit_with_parent = false;
@@ -113,6 +117,15 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
             "--cgroup-v2" => cgroup_v2 = Some(PathBuf::from(value("--cgroup-v2")?)),
             "--hide" => hide.push(absolute("--hide", value("--hide")?)?),
             "--run-as" => run_as = Some(parse_user(&value("--run-as")?)?),
+            "--disk-mib" => {
+                let v = value("--disk-mib")?;
+                disk_mib = Some(
+                    v.parse::<u64>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("bad --disk-mib `{v}` (want a positive number)"))?,
+                );
+            }
             "--wheelhouse" => wheelhouse = Some(absolute("--wheelhouse", value("--wheelhouse")?)?),
             "--python" => python = value("--python")?,
             other => return Err(format!("unknown argument `{other}`")),
@@ -129,6 +142,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
         cgroup_v2,
         hide,
         run_as,
+        disk_mib,
         wheelhouse,
         python,
         exit_with_parent,
@@ -221,6 +235,8 @@ mod tests {
             "/secret",
             "--run-as",
             "65534:65534",
+            "--disk-mib",
+            "512",
             "--wheelhouse",
             "/wheels",
             "--python",
@@ -240,6 +256,7 @@ mod tests {
             cgroup_v2: Some("/sys/fs/cgroup/hearth/p".into()),
             hide: vec!["/state/pods".into(), "/secret".into()],
             run_as: Some((65534, 65534)),
+            disk_mib: Some(512),
             wheelhouse: Some("/wheels".into()),
             python: "/usr/bin/python3".into(),
             exit_with_parent: true,
@@ -258,7 +275,7 @@ mod tests {
         assert!(!a.network && !a.exit_with_parent);
         assert_eq!(a.python, "python3");
         assert!(a.cgroup_v1.is_empty() && a.cgroup_v2.is_none() && a.hide.is_empty());
-        assert_eq!(a.run_as, None);
+        assert_eq!((a.run_as, a.disk_mib), (None, None));
     }
 
     #[test]
@@ -285,6 +302,7 @@ mod tests {
             .is_err()
         );
         assert!(args(&["--listen", "unix:/s", "--root", "/p", "--bogus"]).is_err());
+        assert!(args(&["--listen", "unix:/s", "--root", "/p", "--disk-mib", "0"]).is_err());
         for user in ["0:0", "1000", "1000:0", "x:1"] {
             assert!(args(&["--listen", "unix:/s", "--root", "/p", "--run-as", user]).is_err());
         }

@@ -212,7 +212,8 @@ fn build_venv(agent: &Agent, ex: &Exchange, key: &str, pkgs: &[String]) -> Resul
                     &log,
                 ));
             }
-            Ending::TimedOut => {
+            // Installs run without a quota (see `supervise`).
+            Ending::DiskQuota | Ending::TimedOut => {
                 return Err(deps_failed(
                     format!(
                         "installing {} took longer than {INSTALL_TIMEOUT:?}",
@@ -281,7 +282,15 @@ fn run_logged(
             let _ = tx.send(crate::run::Event::Eof(gen_));
         })?;
     let job = agent.register(child.id());
-    let ending = supervise(&agent.sandbox, &mut child, deadline, &ex.events, gen_, 1);
+    let ending = supervise(
+        &agent.sandbox,
+        &mut child,
+        deadline,
+        &ex.events,
+        gen_,
+        1,
+        None,
+    );
     agent.unregister(job);
     // Sent before the pipe's end was reported, so normally already there.
     if let Ok(tail) = tail_rx.recv_timeout(Duration::from_millis(100)) {

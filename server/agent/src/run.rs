@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -38,6 +38,8 @@ pub enum Event {
 #[derive(Debug)]
 pub enum Ending {
     Exited(ExitStatus),
+    /// The pod's directories grew past the disk quota; the tree was killed.
+    DiskQuota,
     TimedOut,
     Cancelled,
 }
@@ -96,12 +98,28 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
         &ex.events,
         gen_,
         streams,
+        agent.disk_quota.as_ref(),
     );
     let run_ms = started.elapsed().as_secs_f64() * 1000.0;
     agent.unregister(job);
     agent.end_process(process);
 
     let (outcome, exit_code) = match ending {
+        Ending::DiskQuota => {
+            let quota_mib = agent.disk_quota.as_ref().map_or(0, |q| q.bytes >> 20);
+            let removed = agent.empty_job_dirs();
+            return error_frame(
+                error_code::DISK_QUOTA_EXCEEDED,
+                format!(
+                    "the job wrote more than its pod's disk quota ({quota_mib} MiB) and was \
+                     killed; the pod's files {}",
+                    match removed {
+                        Ok(()) => "were removed".to_owned(),
+                        Err(e) => format!("could not all be removed: {e}"),
+                    }
+                ),
+            );
+        }
         Ending::Exited(status) => (Outcome::Exited, sandbox::exit_code(status)),
         Ending::TimedOut => (Outcome::TimedOut, None),
         Ending::Cancelled => (Outcome::Cancelled, None),
@@ -305,8 +323,49 @@ pub fn job_env(
     env
 }
 
+/// A disk quota over some directories, checked while a job runs (as the
+/// kubelet checks ephemeral storage): a job may overshoot it by what it
+/// writes between two checks.
+#[derive(Debug)]
+pub struct DiskQuota {
+    pub dirs: Vec<PathBuf>,
+    pub bytes: u64,
+}
+
+/// How often a running job's disk use is measured.
+const DISK_CHECK: Duration = Duration::from_millis(250);
+
+impl DiskQuota {
+    /// Whether the directories hold more than the quota (allocated blocks,
+    /// so sparse files count for what they use; links are not followed).
+    pub fn exceeded(&self) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        let mut used: u64 = 0;
+        let mut stack: Vec<PathBuf> = self.dirs.clone();
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                used = used.saturating_add(meta.blocks().saturating_mul(512));
+                if used > self.bytes {
+                    return true;
+                }
+                if meta.is_dir() {
+                    stack.push(entry.path());
+                }
+            }
+        }
+        false
+    }
+}
+
 /// Waits until `child` exits, the deadline passes or the exchange is
-/// cancelled; in the last two cases kills the whole tree. Returns once the
+/// cancelled; in the last two cases kills the whole tree. With a `quota`,
+/// also kills it once the pod's directories outgrow it. Returns once the
 /// `streams` output pipes of generation `gen_` are drained (or a grace period
 /// passed), so every line is sent before the final frame.
 pub fn supervise(
@@ -316,9 +375,11 @@ pub fn supervise(
     events: &Receiver<Event>,
     gen_: u64,
     streams: usize,
+    quota: Option<&DiskQuota>,
 ) -> Ending {
     let mut open = streams;
     let mut closed_at: Option<Instant> = None;
+    let mut next_disk_check = Instant::now() + DISK_CHECK;
     let ending = loop {
         match child.try_wait() {
             Ok(Some(status)) => {
@@ -336,6 +397,13 @@ pub fn supervise(
         if now >= deadline {
             child.kill_tree(sandbox);
             break Ending::TimedOut;
+        }
+        if let Some(quota) = quota.filter(|_| now >= next_disk_check) {
+            if quota.exceeded() {
+                child.kill_tree(sandbox);
+                break Ending::DiskQuota;
+            }
+            next_disk_check = Instant::now() + DISK_CHECK;
         }
         // Once the pipes closed the process is about to be reapable: poll
         // closely for a moment; otherwise the pipes' end wakes us.

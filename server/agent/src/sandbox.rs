@@ -729,10 +729,12 @@ fn run_with_network(mut cmd: Command, slirp: &str) -> ExitCode {
             return ExitCode::from(126);
         }
     };
-    // bubblewrap creates the namespaces with its first child.
+    // bubblewrap creates the namespaces with its first child, which sets up
+    // the namespace's loopback and then forks the command: slirp4netns may
+    // only configure the namespace after that (the two would race on it).
     let give_up = Instant::now() + NETWORK_WAIT;
     let inner = loop {
-        if let Some(pid) = first_child(sandbox.id()) {
+        if let Some(pid) = first_child(sandbox.id()).filter(|&pid| first_child(pid).is_some()) {
             break Some(pid);
         }
         if Instant::now() > give_up || !matches!(sandbox.try_wait(), Ok(None)) {
@@ -748,7 +750,7 @@ fn run_with_network(mut cmd: Command, slirp: &str) -> ExitCode {
             .arg("tap0")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::inherit())
             .spawn()
     });
     match &network {

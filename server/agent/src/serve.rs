@@ -16,7 +16,7 @@ use hearth_core::agent::{Frame, PROTOCOL_VERSION, Request, error_code};
 
 use crate::args::{Args, Listen, SandboxKind};
 use crate::resident::Resident;
-use crate::run::{self, Event, Process};
+use crate::run::{self, DiskQuota, Event, Process};
 use crate::sandbox::{Layout, Sandbox};
 
 /// State shared by every connection of the agent.
@@ -37,6 +37,8 @@ pub struct Agent {
     next_job: AtomicU64,
     /// Resident sandboxes waiting for the next jobs, the next one first.
     residents: Mutex<VecDeque<Resident>>,
+    /// The quota over the pod's job directories, if any.
+    pub disk_quota: Option<DiskQuota>,
 }
 
 /// Resident sandboxes kept ready (bubblewrap only). Jobs reuse the sandbox
@@ -53,6 +55,7 @@ impl Agent {
         for dir in layout.job_dirs() {
             sandbox.give(dir)?;
         }
+        let layout_dirs = layout.job_dirs().map(ToOwned::to_owned).to_vec();
         Ok(Agent {
             sandbox,
             python: resolve_python(&args.python),
@@ -62,6 +65,10 @@ impl Agent {
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(0),
             residents: Mutex::new(VecDeque::with_capacity(PREPARED)),
+            disk_quota: args.disk_mib.map(|mib| DiskQuota {
+                dirs: layout_dirs,
+                bytes: mib << 20,
+            }),
         })
     }
 
@@ -149,6 +156,12 @@ impl Agent {
         let _run = lock(&self.run_lock);
         let _guard = lock(&self.venv_lock);
         self.discard_residents();
+        self.empty_job_dirs()
+    }
+
+    /// Deletes everything in the pod's job directories (jobs must not be
+    /// running: the caller holds the run lock, or is the run).
+    pub fn empty_job_dirs(&self) -> io::Result<()> {
         for dir in self.layout.job_dirs() {
             std::fs::create_dir_all(dir)?;
             self.sandbox.give(dir)?;

@@ -148,6 +148,9 @@ pub mod error_code {
     pub const SPAWN_FAILED: &str = "spawn_failed";
     /// The request line was not understood.
     pub const BAD_REQUEST: &str = "bad_request";
+    /// The job wrote more than its profile's `disk_mib` to the pod; it was
+    /// killed and what it wrote removed.
+    pub const DISK_QUOTA_EXCEEDED: &str = "disk_quota_exceeded";
 }
 
 #[cfg(test)]

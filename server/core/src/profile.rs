@@ -25,6 +25,11 @@ pub struct Profile {
     /// Process limit of the pod.
     #[serde(default = "default_pids")]
     pub pids: u32,
+    /// Disk quota of the pod's writable directories (work, input/output,
+    /// dependency environments), in MiB; zero for none. A job that writes
+    /// past it is killed with `disk_quota_exceeded` and the files go.
+    #[serde(default = "default_disk")]
+    pub disk_mib: u32,
     /// Whole GPUs per pod; zero for CPU profiles.
     #[serde(default)]
     pub gpus: u32,
@@ -54,6 +59,9 @@ fn default_memory() -> u32 {
 fn default_pids() -> u32 {
     256
 }
+fn default_disk() -> u32 {
+    10 * 1024
+}
 fn default_keep_alive() -> u32 {
     120
 }
@@ -71,6 +79,7 @@ impl Profile {
             cpu_millis: default_cpu(),
             memory_mib: default_memory(),
             pids: default_pids(),
+            disk_mib: default_disk(),
             gpus: 0,
             network: false,
             keep_alive_s: default_keep_alive(),

@@ -501,6 +501,9 @@ impl Inner {
         if let Some((uid, gid)) = self.run_as {
             cmd.arg("--run-as").arg(format!("{uid}:{gid}"));
         }
+        if spec.profile.disk_mib > 0 {
+            cmd.arg("--disk-mib").arg(spec.profile.disk_mib.to_string());
+        }
         if let Some(w) = &self.cfg.wheelhouse {
             cmd.arg("--wheelhouse").arg(w);
         }

@@ -684,7 +684,8 @@ print(json.dumps({{
         let pod = h.start(p).await;
         let frames = run_all(&pod, python(&probe)).await;
         let out = lines(&frames, Stream::Stdout);
-        let seen: Value = serde_json::from_str(out.first().unwrap_or_else(|| panic!("{frames:?}"))).unwrap();
+        let seen: Value =
+            serde_json::from_str(out.first().unwrap_or_else(|| panic!("{frames:?}"))).unwrap();
         assert_eq!(
             seen["run"],
             serde_json::json!([]),
@@ -709,6 +710,36 @@ print(json.dumps({{
     }
     drop((file_listener, abstract_listener));
     let _ = std::fs::remove_file(&file);
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn a_disk_filler_is_killed_at_the_quota_and_its_files_go() {
+    let mut h = Harness::new(None);
+    let pod = h
+        .start(Profile {
+            disk_mib: 32,
+            ..profile(false)
+        })
+        .await;
+    // Writes 1 MiB at a time, far past the quota, then would sleep.
+    let fill = "import time\nwith open('/work/fill', 'wb') as f:\n    for _ in range(4096):\n        f.write(b'x' * (1 << 20)); f.flush()\ntime.sleep(60)\n";
+    let frames = run_all(&pod, python(fill)).await;
+    match frames.last() {
+        Some(Frame::Error { code, message, .. }) => {
+            assert_eq!(code, "disk_quota_exceeded", "{message}");
+        }
+        other => panic!("expected a disk_quota_exceeded error, got {other:?}"),
+    }
+    let work = h.rt.pod_dir(&h.pods[0]).join("work");
+    assert_eq!(
+        std::fs::read_dir(&work).unwrap().count(),
+        0,
+        "the filler's file stayed"
+    );
+    // The pod serves the next job.
+    let frames = run_all(&pod, python("print('ok')")).await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["ok"], "{frames:?}");
     h.finish().await;
 }
 
