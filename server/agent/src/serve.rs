@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use hearth_core::agent::{Frame, PROTOCOL_VERSION, Request, error_code};
+use hearth_core::agent::{Envelope, Frame, PROTOCOL_VERSION, Request, error_code};
 
 use crate::args::{Args, Listen, SandboxKind};
 use crate::resident::Resident;
@@ -39,6 +39,8 @@ pub struct Agent {
     residents: Mutex<VecDeque<Resident>>,
     /// The quota over the pod's job directories, if any.
     pub disk_quota: Option<DiskQuota>,
+    /// The newest leadership epoch a request carried.
+    epoch: AtomicU64,
 }
 
 /// Resident sandboxes kept ready (bubblewrap only). Jobs reuse the sandbox
@@ -65,6 +67,7 @@ impl Agent {
             jobs: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(0),
             residents: Mutex::new(VecDeque::with_capacity(PREPARED)),
+            epoch: AtomicU64::new(0),
             disk_quota: args.disk_mib.map(|mib| DiskQuota {
                 dirs: layout_dirs,
                 bytes: mib << 20,
@@ -141,6 +144,13 @@ impl Agent {
 
     pub fn unregister(&self, id: u64) {
         lock(&self.jobs).remove(&id);
+    }
+
+    /// Admits a request of leadership `epoch` unless a newer one was seen;
+    /// the newest seen is kept.
+    fn admit(&self, epoch: u64) -> Result<(), u64> {
+        let seen = self.epoch.fetch_max(epoch, Ordering::SeqCst);
+        if epoch < seen { Err(seen) } else { Ok(()) }
     }
 
     /// Kills every running job's tree (the agent is about to exit).
@@ -408,8 +418,17 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
     if reader.read_line(&mut line)? == 0 {
         return Ok(());
     }
-    let request = match serde_json::from_str::<Request>(&line) {
-        Ok(r) => r,
+    let request = match serde_json::from_str::<Envelope>(&line) {
+        Ok(Envelope { epoch, request }) => match agent.admit(epoch) {
+            Ok(()) => request,
+            Err(seen) => {
+                out.finish(&error_frame(
+                    error_code::STALE_EPOCH,
+                    format!("epoch {epoch} is older than {seen}: not the leader's request"),
+                ));
+                return Ok(());
+            }
+        },
         Err(e) => {
             out.finish(&error_frame(
                 error_code::BAD_REQUEST,

@@ -22,6 +22,18 @@ pub const OUTPUT_ENV: &str = "HEARTH_OUTPUT";
 /// Environment variable naming the file holding the job's JSON input.
 pub const INPUT_ENV: &str = "HEARTH_INPUT";
 
+/// The first line of a connection: a request and the leadership epoch of
+/// the scheduler that sends it. An agent refuses a request whose epoch is
+/// older than one it has seen (`stale_epoch`), so a leader that lost its
+/// lock and has not noticed yet can neither run nor wipe anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    #[serde(default)]
+    pub epoch: u64,
+    #[serde(flatten)]
+    pub request: Request,
+}
+
 /// One request, sent as the first line of a connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -148,6 +160,9 @@ pub mod error_code {
     pub const SPAWN_FAILED: &str = "spawn_failed";
     /// The request line was not understood.
     pub const BAD_REQUEST: &str = "bad_request";
+    /// The request's epoch is older than one the agent has seen: it comes
+    /// from a scheduler that is no longer the leader.
+    pub const STALE_EPOCH: &str = "stale_epoch";
     /// The job wrote more than its profile's `disk_mib` to the pod; it was
     /// killed and what it wrote removed.
     pub const DISK_QUOTA_EXCEEDED: &str = "disk_quota_exceeded";
@@ -156,6 +171,26 @@ pub mod error_code {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_travel_with_their_epoch() {
+        let line = r#"{"op":"wipe","epoch":7}"#;
+        let env: Envelope = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            env,
+            Envelope {
+                epoch: 7,
+                request: Request::Wipe
+            }
+        );
+        assert_eq!(
+            serde_json::to_string(&env).unwrap(),
+            r#"{"epoch":7,"op":"wipe"}"#
+        );
+        // Without one, the epoch is 0: refused by any agent that has seen a leader.
+        let bare: Envelope = serde_json::from_str(r#"{"op":"ping"}"#).unwrap();
+        assert_eq!((bare.epoch, bare.request), (0, Request::Ping));
+    }
 
     #[test]
     fn frames_round_trip_as_tagged_json_lines() {
