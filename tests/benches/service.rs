@@ -168,7 +168,7 @@ fn main() {
         let wheelhouse = wheelhouse();
         let mut config = config();
         config.wheelhouse = Some(wheelhouse);
-        config.db_connections = 40;
+        config.db_max_connections = 40;
         let db_url = config.database_url.clone();
         let app = Arc::new(spawn_app_with(config).await);
         let t = app.create_tenant("bench").await;

@@ -1,6 +1,8 @@
 //! Test support: start the real service on port 0 against real Postgres (a
-//! fresh database per test) and the real local runtime, and talk HTTP to it.
+//! fresh database per test, dropped when the test ends, passed or panicked)
+//! and the real local runtime, and talk HTTP to it.
 
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +21,104 @@ pub fn server_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".to_owned())
 }
 
-/// A fresh database URL (the service creates it on start).
-pub fn fresh_database_url() -> String {
-    format!("{}/hearth_test_{}", server_url(), Uuid::new_v4().simple())
+/// A fresh database URL (the service creates it on start). The database is
+/// dropped when the returned guard is.
+pub fn fresh_database_url() -> TestDb {
+    let name = format!("hearth_test_{}", Uuid::new_v4().simple());
+    TestDb {
+        url: format!("{}/{name}", server_url()),
+        name,
+    }
+}
+
+/// The URL of a test's own database, which it owns: dropping this drops the
+/// database (`WITH (FORCE)`, so connections still open do not stop it),
+/// whether the test passed or is unwinding from a panic. Derefs to the URL.
+#[derive(Debug)]
+pub struct TestDb {
+    url: String,
+    name: String,
+}
+
+impl TestDb {
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Deref for TestDb {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // On a thread of its own with its own runtime: this may run inside a
+        // test's runtime, which must not block on another, or while a panic
+        // unwinds. Never panics itself (a panic while unwinding aborts).
+        let name = self.name.clone();
+        let dropped = std::thread::spawn(move || drop_database(&name)).join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("could not drop test database {}: {e}", self.name),
+            Err(_) => eprintln!("dropping test database {} panicked", self.name),
+        }
+    }
+}
+
+fn drop_database(name: &str) -> Result<(), sqlx::Error> {
+    use sqlx::Connection;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut admin = sqlx::PgConnection::connect(&format!("{}/postgres", server_url())).await?;
+        // Identifiers cannot be bound as parameters; quote it as Postgres does.
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "drop database if exists {quoted} with (force)"
+        )))
+        .execute(&mut admin)
+        .await?;
+        admin.close().await
+    })
+}
+
+/// A test's service configuration and the database it owns: a clone shares
+/// the database, which is dropped with the last clone (and the last
+/// [`TestApp`] started from one). Derefs to [`hearth::Config`]; leave its
+/// `database_url` as it is.
+#[derive(Debug, Clone)]
+pub struct TestConfig {
+    config: hearth::Config,
+    db: Arc<TestDb>,
+}
+
+impl TestConfig {
+    /// The database this configuration's services use.
+    pub fn database(&self) -> &TestDb {
+        &self.db
+    }
+}
+
+impl Deref for TestConfig {
+    type Target = hearth::Config;
+    fn deref(&self) -> &hearth::Config {
+        &self.config
+    }
+}
+
+impl DerefMut for TestConfig {
+    fn deref_mut(&mut self) -> &mut hearth::Config {
+        &mut self.config
+    }
 }
 
 /// The directory holding the workspace's built binaries (`hearth`, `hearth-agent`).
@@ -56,17 +153,21 @@ pub fn state_dir() -> PathBuf {
 /// A test configuration: fresh database and state dir, admin token and an
 /// HS256 JWT issuer. No standby pods, so a new caller's first job is cold
 /// unless a test asks for standby (`standby_min`/`standby_max`).
-pub fn config() -> hearth::Config {
-    let mut c = hearth::Config::for_tests(&fresh_database_url(), state_dir());
+pub fn config() -> TestConfig {
+    let db = fresh_database_url();
+    let mut c = hearth::Config::for_tests(db.url(), state_dir());
     c.admin_token = Some(ADMIN_TOKEN.into());
     c.jwt_secret = Some(JWT_SECRET.into());
     c.jwt_issuer = Some(JWT_ISSUER.to_owned());
     c.jwt_audience = Some(JWT_AUDIENCE.to_owned());
     c.agent_bin = Some(agent_bin());
-    c.db_connections = 8;
+    c.db_max_connections = 8;
     c.standby_min = 0;
     c.standby_max = 0;
-    c
+    TestConfig {
+        config: c,
+        db: Arc::new(db),
+    }
 }
 
 /// Polls `f` every 50 ms until it returns something, for at most 30 s.
@@ -91,6 +192,8 @@ pub struct TestApp {
     pub http: reqwest::Client,
     pub running: hearth::Running,
     pub runtime: Arc<hearth_runtime::local::LocalRuntime>,
+    /// Last, so that it goes after the service.
+    db: Arc<TestDb>,
 }
 
 impl Drop for TestApp {
@@ -103,8 +206,9 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with(config()).await
 }
 
-pub async fn spawn_app_with(config: hearth::Config) -> TestApp {
+pub async fn spawn_app_with(config: TestConfig) -> TestApp {
     hearth::cli::init_tracing(hearth::config::LogFormat::Text);
+    let TestConfig { config, db } = config;
     let runtime = Arc::new(hearth::app::local_runtime(&config).expect("local runtime"));
     let running = hearth::start(config, runtime.clone())
         .await
@@ -117,6 +221,7 @@ pub async fn spawn_app_with(config: hearth::Config) -> TestApp {
             .expect("client"),
         running,
         runtime,
+        db,
     }
 }
 
@@ -130,6 +235,11 @@ pub struct TestTenant {
 impl TestApp {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// The service's database.
+    pub fn database(&self) -> &TestDb {
+        &self.db
     }
 
     pub async fn create_tenant(&self, name: &str) -> TestTenant {
@@ -275,4 +385,130 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
         return f64::NAN;
     }
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Where `value` departs from `schema`, a schema of the OpenAPI document
+/// `doc`: wrong types, missing required properties and properties the schema
+/// does not declare (an object that declares properties is taken as closed,
+/// so that what is sent and what is documented cannot drift apart). Handles
+/// the subset the service's document uses: `$ref`, `allOf`, `oneOf`/`anyOf`,
+/// `type` (one or a list), `enum`, `properties`, `required`,
+/// `additionalProperties` and `items`. Empty when the value conforms.
+pub fn schema_errors(doc: &Value, schema: &Value, value: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    check_schema(doc, schema, value, "$", true, &mut errors);
+    errors
+}
+
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(r) => {
+            let pointer = r.strip_prefix('#').expect("a local $ref");
+            let target = doc
+                .pointer(pointer)
+                .unwrap_or_else(|| panic!("dangling $ref {r}"));
+            resolve(doc, target)
+        }
+        None => schema,
+    }
+}
+
+/// The property names `schema` declares, through `allOf`.
+fn declared(doc: &Value, schema: &Value, names: &mut Vec<String>) {
+    let schema = resolve(doc, schema);
+    if let Some(props) = schema["properties"].as_object() {
+        names.extend(props.keys().cloned());
+    }
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        declared(doc, part, names);
+    }
+}
+
+fn type_matches(ty: &str, value: &Value) -> bool {
+    match ty {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        other => panic!("unknown schema type {other}"),
+    }
+}
+
+/// `closed`: flag undeclared properties (off for the parts of an `allOf`,
+/// which each declare only some of them; the whole checks them).
+fn check_schema(
+    doc: &Value,
+    schema: &Value,
+    value: &Value,
+    at: &str,
+    closed: bool,
+    errors: &mut Vec<String>,
+) {
+    let schema = resolve(doc, schema);
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        check_schema(doc, part, value, at, false, errors);
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(parts) = schema[key].as_array() {
+            let fits = parts
+                .iter()
+                .any(|p| schema_errors(doc, p, value).is_empty());
+            if !fits {
+                errors.push(format!("{at}: matches none of {key}: {value}"));
+            }
+        }
+    }
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !types.is_empty() && !types.iter().any(|t| type_matches(t, value)) {
+        errors.push(format!("{at}: expected {types:?}, got {value}"));
+        return;
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        errors.push(format!("{at}: {value} is not one of {allowed:?}"));
+    }
+    if let Some(object) = value.as_object() {
+        for name in schema["required"].as_array().into_iter().flatten() {
+            let name = name.as_str().expect("required names are strings");
+            if !object.contains_key(name) {
+                errors.push(format!("{at}: required property `{name}` missing"));
+            }
+        }
+        let props = schema["properties"].as_object();
+        let mut names = Vec::new();
+        declared(doc, schema, &mut names);
+        for (name, v) in object {
+            let here = format!("{at}.{name}");
+            if let Some(p) = props.and_then(|p| p.get(name)) {
+                check_schema(doc, p, v, &here, true, errors);
+                continue;
+            }
+            match &schema["additionalProperties"] {
+                Value::Bool(false) => {
+                    errors.push(format!("{here}: the schema forbids this property"));
+                }
+                Value::Object(_) => {
+                    check_schema(doc, &schema["additionalProperties"], v, &here, true, errors)
+                }
+                Value::Bool(true) => {}
+                _ if closed && !names.is_empty() && !names.contains(name) => {
+                    errors.push(format!("{here}: sent but not documented"));
+                }
+                _ => {}
+            }
+        }
+    }
+    if let (Some(items), Some(array)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in array.iter().enumerate() {
+            check_schema(doc, items, v, &format!("{at}[{i}]"), true, errors);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 use hearth_tests::*;
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 fn jwt(claims: &Value, secret: &str) -> String {
     let key = jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).expect("key");
@@ -533,4 +534,245 @@ async fn jwts_signed_with_an_issuer_public_key() {
             "{alg:?} alg confusion"
         );
     }
+}
+
+#[tokio::test]
+async fn unknown_paths_and_methods_answer_json_errors() {
+    let app = spawn_app().await;
+    let (_, doc) = app.get("", "/openapi.json").await;
+    let error_body = json!({"$ref": "#/components/schemas/ErrorBody"});
+
+    let r = app.http.get(app.url("/v1/nope")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    let body: Value = r.json().await.expect("a JSON body");
+    assert_eq!(body["code"], "not_found", "{body}");
+    assert_eq!(
+        schema_errors(&doc, &error_body, &body),
+        Vec::<String>::new()
+    );
+
+    // `/v1/profiles` takes GET only; no credentials needed to learn that.
+    let r = app
+        .http
+        .delete(app.url("/v1/profiles"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    let allow = r.headers()["allow"].to_str().unwrap().to_owned();
+    assert!(allow.contains("GET"), "Allow: {allow}");
+    let body: Value = r.json().await.expect("a JSON body");
+    assert_eq!(body["code"], "method_not_allowed", "{body}");
+    assert_eq!(
+        schema_errors(&doc, &error_body, &body),
+        Vec::<String>::new()
+    );
+
+    let r = app.http.put(app.url("/v1/jobs")).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    let allow = r.headers()["allow"].to_str().unwrap().to_owned();
+    assert!(
+        allow.contains("GET") && allow.contains("POST"),
+        "Allow: {allow}"
+    );
+    let body: Value = r.json().await.expect("a JSON body");
+    assert_eq!(body["code"], "method_not_allowed", "{body}");
+}
+
+/// The schema of `method path`'s `status` response as `content_type`.
+fn documented<'a>(
+    doc: &'a Value,
+    method: &str,
+    path: &str,
+    status: &str,
+    content_type: &str,
+) -> &'a Value {
+    let schema =
+        &doc["paths"][path][method]["responses"][status]["content"][content_type]["schema"];
+    assert!(
+        !schema.is_null(),
+        "no {content_type} schema for {method} {path} {status}"
+    );
+    schema
+}
+
+#[tokio::test]
+async fn profiles_and_event_streams_match_the_served_document() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("conformist").await;
+    let (s, doc) = app.get("", "/openapi.json").await;
+    assert_eq!(s, 200);
+
+    let (s, profiles) = app.get(&t.key, "/v1/profiles").await;
+    assert_eq!(s, 200);
+    assert!(profiles["profiles"][0]["pods"].is_object(), "{profiles}");
+    let schema = documented(&doc, "get", "/v1/profiles", "200", "application/json");
+    assert_eq!(
+        schema_errors(&doc, schema, &profiles),
+        Vec::<String>::new(),
+        "{profiles}"
+    );
+    let (s, body) = app.get("", "/v1/profiles").await;
+    assert_eq!(s, 401);
+    let schema = documented(&doc, "get", "/v1/profiles", "401", "application/json");
+    assert_eq!(schema_errors(&doc, schema, &body), Vec::<String>::new());
+
+    // The event stream is documented as what it is: text, not JSON.
+    let events = &doc["paths"]["/v1/jobs/{id}/events"]["get"]["responses"]["200"];
+    let types: Vec<&String> = events["content"].as_object().unwrap().keys().collect();
+    assert_eq!(types, ["text/event-stream"]);
+    assert_eq!(
+        events["content"]["text/event-stream"]["schema"]["type"],
+        "string"
+    );
+    let description = events["description"].as_str().unwrap();
+    for name in ["`state`", "`output`", "`lagged`", "`done`"] {
+        assert!(
+            description.contains(name),
+            "{name} undocumented: {description}"
+        );
+    }
+    let (_, job) = app
+        .submit(&t.key, &python_job("c", "print('hi')"), Some(60.0))
+        .await;
+    let r = app
+        .http
+        .get(app.url(&format!("/v1/jobs/{}/events", job["id"].as_str().unwrap())))
+        .bearer_auth(&t.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let content_type = r.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let text = r.text().await.unwrap();
+    assert!(text.contains("event: done"), "{text}");
+    let missing = format!("/v1/jobs/{}/events", uuid::Uuid::new_v4());
+    let (s, body) = app.get(&t.key, &missing).await;
+    assert_eq!(s, 404);
+    let schema = documented(
+        &doc,
+        "get",
+        "/v1/jobs/{id}/events",
+        "404",
+        "application/json",
+    );
+    assert_eq!(schema_errors(&doc, schema, &body), Vec::<String>::new());
+}
+
+#[test]
+fn the_schema_check_catches_what_a_schema_forbids_or_omits() {
+    let doc = json!({"components": {"schemas": {
+        "Closed": {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}},
+                   "additionalProperties": false},
+        "Open": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    }}});
+    let closed = json!({"$ref": "#/components/schemas/Closed"});
+    let open = json!({"$ref": "#/components/schemas/Open"});
+    let extended =
+        json!({"allOf": [closed, {"type": "object", "properties": {"b": {"type": "integer"}}}]});
+    assert!(schema_errors(&doc, &closed, &json!({"a": "x"})).is_empty());
+    assert_eq!(schema_errors(&doc, &closed, &json!({})).len(), 1);
+    assert_eq!(schema_errors(&doc, &open, &json!({"a": "x"})).len(), 1);
+    assert_eq!(
+        schema_errors(&doc, &open, &json!({"a": 1, "c": 2})).len(),
+        1
+    );
+    // The flaw `/v1/profiles` had: an `allOf` of a closed schema.
+    assert_eq!(
+        schema_errors(&doc, &extended, &json!({"a": "x", "b": 1})).len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_gets_no_database_connection_fails_fast_with_503() {
+    let mut config = config();
+    config.db_max_connections = 5;
+    config.db_relaxed_connections = 1;
+    config.db_acquire_timeout_s = 1.0;
+    let app = spawn_app_with(config).await;
+    let t = app.create_tenant("starved").await;
+    assert_eq!(app.get(&t.key, "/v1/jobs").await.0, 200);
+
+    // Every free connection of the main pool taken, as by a burst of slow
+    // requests: the last acquire fails after the acquire timeout.
+    let db = &app.running.state.db;
+    let mut held = Vec::new();
+    let starved = loop {
+        match db.acquire().await {
+            Ok(conn) => held.push(conn),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(starved, sqlx::Error::PoolTimedOut), "{starved}");
+    assert!(!held.is_empty());
+    // The service's connections, all pools and the lease together, stay
+    // within the configured total.
+    let mut admin = sqlx::PgConnection::connect(&format!("{}/postgres", server_url()))
+        .await
+        .unwrap();
+    let open: i64 = sqlx::query_scalar("select count(*) from pg_stat_activity where datname = $1")
+        .bind(app.database().name())
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert!((1..=5).contains(&open), "{open} connections");
+
+    // Answered after the acquire timeout (1 s), not sqlx's default 30 s.
+    let r = app
+        .http
+        .get(app.url("/v1/jobs"))
+        .bearer_auth(&t.key)
+        .timeout(std::time::Duration::from_secs(15))
+        .send()
+        .await
+        .expect("an answer well before 30 s");
+    assert_eq!(r.status(), 503);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "unavailable", "{body}");
+    assert_eq!(body["message"], "service temporarily unavailable");
+
+    drop(held);
+    assert_eq!(app.get(&t.key, "/v1/jobs").await.0, 200);
+}
+
+async fn database_exists(name: &str) -> bool {
+    let mut admin = sqlx::PgConnection::connect(&format!("{}/postgres", server_url()))
+        .await
+        .unwrap();
+    sqlx::query_scalar("select exists(select 1 from pg_database where datname = $1)")
+        .bind(name)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_test_drops_its_database_even_when_it_panics() {
+    let c = config();
+    let name = c.database().name().to_owned();
+    let copy = c.clone();
+    let app = spawn_app_with(c).await;
+    app.create_tenant("brief").await;
+    assert!(database_exists(&name).await);
+    drop(app);
+    // A restart on the same configuration still finds its data.
+    assert!(database_exists(&name).await);
+    drop(copy);
+    assert!(!database_exists(&name).await, "{name} left behind");
+
+    let c = config();
+    let name = c.database().name().to_owned();
+    let failed = tokio::spawn(async move {
+        let app = spawn_app_with(c).await;
+        app.create_tenant("doomed").await;
+        panic!("a failing test (on purpose)");
+    })
+    .await;
+    assert!(failed.unwrap_err().is_panic());
+    assert!(!database_exists(&name).await, "{name} left behind");
 }

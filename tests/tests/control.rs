@@ -11,7 +11,7 @@ use hearth_tests::*;
 use serde_json::{Value, json};
 
 /// A test configuration with a small K so bursts batch.
-fn control_config(k: u32) -> hearth::Config {
+fn control_config(k: u32) -> TestConfig {
     let mut c = config();
     c.control_k = k;
     // A generous lead, so a loaded test machine still launches in time.

@@ -68,7 +68,7 @@ pub struct Args {
 /// What the command line asked for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed {
-    Run(Args),
+    Run(Box<Args>),
     Help,
 }
 
@@ -133,7 +133,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
     }
     let listen = listen.ok_or("--listen is required")?;
     let root = absolute("--root", root.ok_or("--root is required")?.into_os_string())?;
-    Ok(Parsed::Run(Args {
+    Ok(Parsed::Run(Box::new(Args {
         listen,
         root,
         sandbox,
@@ -146,7 +146,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
         wheelhouse,
         python,
         exit_with_parent,
-    }))
+    })))
 }
 
 /// `UID:GID`, both non-zero (running jobs as root is what `--run-as` avoids).
@@ -261,7 +261,7 @@ mod tests {
             python: "/usr/bin/python3".into(),
             exit_with_parent: true,
         };
-        assert_eq!(parsed, Parsed::Run(expected));
+        assert_eq!(parsed, Parsed::Run(Box::new(expected)));
     }
 
     #[test]

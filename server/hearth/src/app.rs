@@ -66,6 +66,7 @@ pub fn local_runtime(config: &Config) -> anyhow::Result<LocalRuntime> {
         wheelhouse: config.wheelhouse.clone(),
         python: config.python.clone(),
         start_timeout: Duration::from_secs(config.pod_start_timeout_s),
+        job_user: config.job_user.0,
     })?)
 }
 
@@ -78,9 +79,17 @@ pub struct Running {
     pub scheduler: tokio::task::JoinHandle<()>,
     /// The control endpoint's periodic session snapshots.
     pub snapshots: tokio::task::JoinHandle<()>,
+    /// Cleared to stop accepting connections (see [`Running::stop_accepting`]).
+    accepting: tokio::sync::watch::Sender<bool>,
 }
 
 impl Running {
+    /// Stops accepting connections and closes idle ones; requests in flight
+    /// go on, and [`Running::server`] ends once the last one is answered.
+    pub fn stop_accepting(&self) {
+        self.accepting.send_replace(false);
+    }
+
     /// Stops serving and scheduling (the process's pods stay until the runtime
     /// is dropped or the next start removes them). Control sessions changed
     /// since the last periodic snapshot are not written: see [`Running::shutdown`].
@@ -112,11 +121,12 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         .map(|p| (p.name.clone(), p))
         .collect();
     let profiles = Arc::new(profiles);
-    let db = hearth_store::connect(&config.database_url, true, config.db_connections).await?;
+    let (main_pool, relaxed_pool) = config.db_pools()?;
+    let db = hearth_store::connect(&config.database_url, true, main_pool).await?;
     for m in runtime.mechanisms().iter().filter(|m| !m.available) {
         tracing::warn!(mechanism = %m.name, detail = %m.detail, "isolation mechanism unavailable");
     }
-    let relaxed = hearth_store::connect_relaxed(&config.database_url, 8).await?;
+    let relaxed = hearth_store::connect_relaxed(&config.database_url, relaxed_pool).await?;
     let hub = Arc::new(Hub::default());
     let gpus = Gpus::detect(config.gpus);
     tracing::info!(gpus = gpus.count, kind = gpus.label(), "GPU inventory");
@@ -165,7 +175,14 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
     let app = router(state.clone());
     let scheduler = tokio::spawn(scheduler.run());
     let snapshots = tokio::spawn(control.snapshot_every(state.db.clone(), snapshot_every));
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (accepting, mut accepting_rx) = tokio::sync::watch::channel(true);
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = accepting_rx.wait_for(|a| !*a).await;
+            })
+            .await
+    });
     tracing::info!(%addr, "listening");
     Ok(Running {
         addr,
@@ -173,6 +190,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         server,
         scheduler,
         snapshots,
+        accepting,
     })
 }
 
@@ -184,6 +202,9 @@ pub fn router(state: AppState) -> Router {
     let max_body = state.config.max_body_bytes;
     let (api, openapi) = crate::http::api().split_for_parts();
     api.merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url("/openapi.json", openapi))
+        // After every route: the 405 fallback is set on the routes present.
+        .fallback(crate::error::not_found)
+        .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {

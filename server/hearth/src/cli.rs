@@ -262,6 +262,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve(config) => {
             init_tracing(config.log_format);
+            let grace = seconds("--shutdown-grace-s", config.shutdown_grace_s)?;
             let runtime = Arc::new(crate::app::local_runtime(&config)?);
             let running = crate::app::start(*config, runtime.clone()).await?;
             eprintln!(
@@ -270,12 +271,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 addr = running.addr
             );
             let mut running = running;
+            let mut signals = Signals::new()?;
             let lost_lease = tokio::select! {
-                r = tokio::signal::ctrl_c() => { r?; false }
-                r = terminate() => { r?; false }
+                () = signals.next() => false,
                 _ = &mut running.scheduler => true,
             };
-            tracing::info!("shutting down");
+            if lost_lease {
+                tracing::info!("shutting down");
+            } else {
+                drain(&mut running, grace, &mut signals).await;
+            }
             if let Err(e) = running.shutdown().await {
                 tracing::error!(error = %e, "control sessions not written at shutdown");
             }
@@ -548,8 +553,71 @@ async fn calibrate(args: CalibrateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn terminate() -> std::io::Result<()> {
-    let mut sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    sig.recv().await;
-    Ok(())
+/// SIGTERM and Ctrl-C (SIGINT), registered once so that a second signal
+/// during the shutdown is heard too.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
+}
+
+/// How long the answers of waits and event streams ended at the close of the
+/// grace period may take to leave.
+const CLOSE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A graceful shutdown: no new connections, no new jobs; requests in flight
+/// (waits, event streams) and the jobs running here get `grace` to finish,
+/// and the scheduler hands its lease over as soon as no job runs here. What
+/// is left at the end of the grace period (or at a second signal) ends
+/// cleanly: waits answer with the job as it stands, event streams close, and
+/// jobs still running stop without a word to the store, so the next leader
+/// re-queues them. No store write is cut in half: each is one transaction.
+async fn drain(running: &mut crate::Running, grace: std::time::Duration, signals: &mut Signals) {
+    tracing::info!(
+        grace_s = grace.as_secs_f64(),
+        "shutting down: no new connections or jobs; requests and jobs in flight may finish"
+    );
+    running.stop_accepting();
+    let state = running.state.clone();
+    state.scheduler.drain();
+    let server = &mut running.server;
+    let settled = async {
+        state.scheduler.drained().await;
+        let _ = (&mut *server).await;
+    };
+    let ended = tokio::select! {
+        () = settled => true,
+        () = tokio::time::sleep(grace) => false,
+        () = signals.next() => false,
+    };
+    if !ended {
+        let watched = state.hub.watched();
+        let halted = state.scheduler.halt();
+        tracing::warn!(
+            watched_jobs = watched,
+            halted_jobs = halted,
+            "grace period over: ending waits and event streams, stopping jobs still running"
+        );
+        state.hub.close();
+        if !server.is_finished() && tokio::time::timeout(CLOSE, &mut *server).await.is_err() {
+            tracing::warn!("connections still open after the grace period; closing them");
+        }
+    }
+    tracing::info!("shut down");
 }

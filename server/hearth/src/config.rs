@@ -8,7 +8,18 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use hearth_core::Profile;
 use hearth_core::validate::Limits;
+use hearth_store::PoolSize;
 use secrecy::SecretString;
+
+/// Connections held outside the pools: the scheduler lease's, which it
+/// detaches from the main pool (a detached connection no longer counts
+/// against the pool's maximum) and keeps for the life of the process.
+const LEASE_CONNECTIONS: u32 = 1;
+
+/// The fewest connections of the main pool: the scheduler's listener for job
+/// changes keeps one of them for good, requests and the durable writes share
+/// the rest.
+const MIN_MAIN_CONNECTIONS: u32 = 3;
 
 /// Algorithm of the JWT issuer's key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,6 +73,12 @@ pub struct Config {
     /// Directory of wheels that `deps.pip` installs may use offline.
     #[arg(long, env = "HEARTH_WHEELHOUSE")]
     pub wheelhouse: Option<PathBuf>,
+
+    /// The unprivileged `UID:GID` jobs run as when the service runs as root
+    /// (local runtime with bubblewrap), or `root` to keep jobs root without
+    /// capabilities (not advised: root owns the host's secrets).
+    #[arg(long, env = "HEARTH_JOB_USER", default_value = "65534:65534")]
+    pub job_user: JobUser,
 
     /// Python interpreter used for dependency environments.
     #[arg(long, env = "HEARTH_PYTHON", default_value = "python3")]
@@ -118,6 +135,13 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_WAIT_S", default_value_t = 300)]
     pub max_wait_s: u64,
 
+    /// Seconds `hearth serve` gives, on SIGTERM or Ctrl-C, to the requests in
+    /// flight (waits, event streams) and the jobs running here before it
+    /// ends them: it stops accepting at once, and exits as soon as they are
+    /// done. Jobs still running then are re-queued by the next leader.
+    #[arg(long, env = "HEARTH_SHUTDOWN_GRACE_S", default_value_t = 10.0)]
+    pub shutdown_grace_s: f64,
+
     /// Longest job timeout a submission may ask for, in seconds.
     #[arg(long, env = "HEARTH_MAX_TIMEOUT_S", default_value_t = 3600)]
     pub max_timeout_s: u32,
@@ -126,9 +150,25 @@ pub struct Config {
     #[arg(long, env = "HEARTH_POD_START_TIMEOUT_S", default_value_t = 30)]
     pub pod_start_timeout_s: u64,
 
-    /// Postgres connections in the pool.
-    #[arg(long, env = "HEARTH_DB_CONNECTIONS", default_value_t = 32)]
-    pub db_connections: u32,
+    /// Most Postgres connections this instance holds, all pools together:
+    /// the main pool, the relaxed pool (`--db-relaxed-connections`) and the
+    /// scheduler lease's own connection. Replicas times this must stay under
+    /// the server's `max_connections` (100 by default) less what other
+    /// clients need.
+    #[arg(long, env = "HEARTH_DB_MAX_CONNECTIONS", default_value_t = 10)]
+    pub db_max_connections: u32,
+
+    /// Of `--db-max-connections`, the pool that writes intermediate job
+    /// transitions (`assigned`, `running`) without waiting for the disk. The
+    /// rest, less the lease's one, is the main pool: requests, final job
+    /// states and the scheduler's listener for job changes.
+    #[arg(long, env = "HEARTH_DB_RELAXED_CONNECTIONS", default_value_t = 2)]
+    pub db_relaxed_connections: u32,
+
+    /// Seconds a request (or the scheduler) waits for a database connection
+    /// before giving up; a request then answers `503 unavailable`.
+    #[arg(long, env = "HEARTH_DB_ACQUIRE_TIMEOUT_S", default_value_t = 5.0)]
+    pub db_acquire_timeout_s: f64,
 
     /// Log format.
     #[arg(long, env = "HEARTH_LOG_FORMAT", value_enum, default_value = "text")]
@@ -277,6 +317,42 @@ impl Config {
         })
     }
 
+    /// The sizes of the main pool and of the relaxed pool, which together
+    /// with the scheduler lease's connection hold at most
+    /// `--db-max-connections`.
+    pub fn db_pools(&self) -> anyhow::Result<(PoolSize, PoolSize)> {
+        anyhow::ensure!(
+            self.db_acquire_timeout_s.is_finite() && self.db_acquire_timeout_s > 0.0,
+            "--db-acquire-timeout-s must be a positive number of seconds"
+        );
+        anyhow::ensure!(
+            self.db_relaxed_connections >= 1,
+            "--db-relaxed-connections must be at least 1"
+        );
+        let main = self
+            .db_max_connections
+            .checked_sub(
+                self.db_relaxed_connections
+                    .saturating_add(LEASE_CONNECTIONS),
+            )
+            .filter(|&n| n >= MIN_MAIN_CONNECTIONS);
+        let Some(main) = main else {
+            anyhow::bail!(
+                "--db-max-connections ({}) must be at least --db-relaxed-connections ({}) + {}: \
+                 {MIN_MAIN_CONNECTIONS} for the main pool and {LEASE_CONNECTIONS} for the scheduler lease",
+                self.db_max_connections,
+                self.db_relaxed_connections,
+                MIN_MAIN_CONNECTIONS + LEASE_CONNECTIONS,
+            );
+        };
+        let acquire_timeout = std::time::Duration::from_secs_f64(self.db_acquire_timeout_s);
+        let size = |max_connections| PoolSize {
+            max_connections,
+            acquire_timeout,
+        };
+        Ok((size(main), size(self.db_relaxed_connections)))
+    }
+
     /// The control engine's settings and the default K_r.
     pub fn control_settings(&self) -> anyhow::Result<(crate::control::Settings, Option<u32>)> {
         let ms_ok = |name: &str, ms: f64| {
@@ -357,5 +433,56 @@ impl Config {
         }
         anyhow::ensure!(!profiles.is_empty(), "no profiles configured");
         Ok(profiles)
+    }
+}
+
+/// `HEARTH_JOB_USER`: a non-root `UID:GID`, or `root` for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobUser(pub Option<(u32, u32)>);
+
+impl std::str::FromStr for JobUser {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "root" {
+            return Ok(JobUser(None));
+        }
+        let parsed = s
+            .split_once(':')
+            .and_then(|(u, g)| Some((u.parse::<u32>().ok()?, g.parse::<u32>().ok()?)));
+        match parsed {
+            Some((uid, gid)) if uid != 0 && gid != 0 => Ok(JobUser(Some((uid, gid)))),
+            _ => Err(format!("`{s}`: want UID:GID (both non-zero) or `root`")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pools_and_the_lease_stay_within_the_connection_total() {
+        let mut c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
+        assert_eq!(c.db_max_connections, 10);
+        let (main, relaxed) = c.db_pools().unwrap();
+        assert_eq!((main.max_connections, relaxed.max_connections), (7, 2));
+        assert_eq!(main.max_connections + relaxed.max_connections + 1, 10);
+        assert_eq!(main.acquire_timeout, std::time::Duration::from_secs(5));
+
+        c.db_max_connections = 5;
+        c.db_relaxed_connections = 1;
+        let (main, relaxed) = c.db_pools().unwrap();
+        assert_eq!((main.max_connections, relaxed.max_connections), (3, 1));
+        c.db_max_connections = 4;
+        assert!(c.db_pools().is_err(), "no room for the main pool");
+        c.db_max_connections = 10;
+        c.db_relaxed_connections = u32::MAX;
+        assert!(c.db_pools().is_err());
+        c.db_relaxed_connections = 0;
+        assert!(c.db_pools().is_err());
+        c.db_relaxed_connections = 2;
+        c.db_acquire_timeout_s = 0.0;
+        assert!(c.db_pools().is_err());
     }
 }

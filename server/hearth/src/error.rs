@@ -5,7 +5,8 @@
 //! | `invalid_request` | 400 | the body, query or path could not be parsed |
 //! | `unauthorized` | 401 | missing, unknown, revoked or expired credentials |
 //! | `forbidden` | 403 | the credentials may not do this (e.g. admin API) |
-//! | `not_found` | 404 | no such resource for this tenant |
+//! | `not_found` | 404 | no such resource for this tenant, or no such path |
+//! | `method_not_allowed` | 405 | the path does not take this method (`Allow` lists those it takes) |
 //! | `conflict` | 409 | a name or resource already exists |
 //! | `idempotency_conflict` | 409 | `Idempotency-Key` reused with another body |
 //! | `job_finished` | 409 | the job already reached a final state |
@@ -19,7 +20,7 @@
 //! | `internal` | 500 | a bug; the cause is logged, never returned |
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use hearth_core::validate::FieldError;
 use serde::Serialize;
@@ -47,6 +48,10 @@ pub enum ApiError {
     Forbidden(&'static str),
     #[error("{0} not found")]
     NotFound(&'static str),
+    #[error("no route for `{0}`")]
+    NoRoute(String),
+    #[error("method {0} is not allowed here; the `Allow` header lists those that are")]
+    MethodNotAllowed(Method),
     #[error("{0}")]
     Conflict(String),
     #[error("Idempotency-Key was already used with a different request")]
@@ -77,7 +82,8 @@ impl ApiError {
             ApiError::InvalidRequest(_) => "invalid_request",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
-            ApiError::NotFound(_) => "not_found",
+            ApiError::NotFound(_) | ApiError::NoRoute(_) => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict(_) => "conflict",
             ApiError::IdempotencyConflict => "idempotency_conflict",
             ApiError::JobFinished => "job_finished",
@@ -97,7 +103,8 @@ impl ApiError {
             ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::NoRoute(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) | ApiError::IdempotencyConflict | ApiError::JobFinished => {
                 StatusCode::CONFLICT
             }
@@ -143,6 +150,11 @@ impl From<hearth_store::Error> for ApiError {
             hearth_store::Error::Database(
                 sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed,
             ) => ApiError::Unavailable(anyhow::Error::new(e)),
+            hearth_store::Error::Database(sqlx::Error::Database(ref db))
+                if db.code().as_deref().is_some_and(is_unavailable) =>
+            {
+                ApiError::Unavailable(anyhow::Error::new(e))
+            }
             other => ApiError::Internal(anyhow::Error::new(other)),
         }
     }
@@ -191,7 +203,25 @@ impl From<axum::extract::rejection::PathRejection> for ApiError {
     }
 }
 
+/// Whether a Postgres error code says the server cannot serve now, not that
+/// the statement is wrong: connection exceptions (class 08), too many
+/// connections, and a server shutting down or starting up.
+fn is_unavailable(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "53300" | "57P01" | "57P02" | "57P03")
+}
+
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The answer to a path no route matches (the router's fallback).
+pub async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NoRoute(uri.path().to_owned())
+}
+
+/// The answer to a method a route does not take (the router's
+/// method-not-allowed fallback); the router adds the `Allow` header.
+pub async fn method_not_allowed(method: Method) -> ApiError {
+    ApiError::MethodNotAllowed(method)
+}
 
 /// The response to a handler that panicked: a plain `internal` error. The
 /// panic itself is logged.

@@ -1,67 +1,306 @@
-//! Live job events inside one process: state changes and output lines, for
-//! `wait` and the server-sent event stream. Postgres stays the source of
-//! truth; the hub only saves watchers from polling while a job runs here.
+//! Live job events for `wait` and the server-sent event stream, and the
+//! announcement of job state changes to the other replicas. Postgres stays
+//! the source of truth; the hub only saves watchers from polling.
+//!
+//! A job's channel exists only while someone watches it ([`Hub::watch`]) and
+//! goes with its last watcher, so a replica keeps nothing for the jobs nobody
+//! watches. The scheduler publishes what happens to the jobs it runs (states,
+//! output lines, the final row). Every state change is also announced on the
+//! store's notification channel ([`hearth_store::job::CHANNEL`]); each
+//! replica's listener hands what it hears to [`Hub::stored`], which wakes that
+//! job's watchers there. Watchers then read the job row again, so a lost
+//! notification only delays them (they also read it every few seconds), and
+//! never misleads them.
+//!
+//! It may not touch HTTP or the scheduler.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hearth_core::State;
 use hearth_core::agent::Stream;
-use hearth_store::job::JobRow;
-use tokio::sync::broadcast;
+use hearth_store::job::{Change, JobRow};
+use sqlx::PgPool;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::time::Instant;
 use uuid::Uuid;
 
-/// Lines buffered per watcher before a slow one starts missing lines.
+/// Events buffered per watcher before a slow one starts missing events.
 const CAPACITY: usize = 1024;
+/// Changes waiting to be announced before new ones are dropped (the other
+/// replicas' watchers then learn of them by reading the store).
+const ANNOUNCE_CAPACITY: usize = 65_536;
+/// Notifications per announcing statement.
+const ANNOUNCE_BATCH: usize = 512;
 
 #[derive(Debug, Clone)]
 pub enum JobEvent {
+    /// A state this process recorded.
     State(State),
     Line {
         stream: Stream,
         rank: u32,
         line: String,
     },
-    /// The job reached its final state. Last event of a job.
+    /// The job reached its final state here. Last event of a job.
     Done(Arc<JobRow>),
+    /// The store says the job changed (to this state, when known): read the
+    /// row again.
+    Stored(Option<State>),
 }
 
-#[derive(Debug, Default)]
+/// What woke a [`Watch`].
+#[derive(Debug)]
+pub enum Wake {
+    Event(JobEvent),
+    /// The watcher fell behind and missed this many events: read the row again.
+    Missed(u64),
+    /// The time given to [`Watch::next`] passed.
+    Timeout,
+    /// The service is shutting down: answer with the job as it stands.
+    Closing,
+}
+
+#[derive(Debug)]
 pub struct Hub {
     channels: Mutex<HashMap<Uuid, broadcast::Sender<JobEvent>>>,
+    closing: watch::Sender<bool>,
+    announcer: OnceLock<mpsc::Sender<Change>>,
+    dropped: AtomicU64,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub {
+            channels: Mutex::default(),
+            closing: watch::channel(false).0,
+            announcer: OnceLock::new(),
+            dropped: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Hub {
-    /// Starts carrying events of a job this process will run.
-    pub fn open(&self, job_id: Uuid) {
-        self.channels
-            .lock()
-            .expect("hub poisoned")
+    fn channels(&self) -> MutexGuard<'_, HashMap<Uuid, broadcast::Sender<JobEvent>>> {
+        self.channels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts announcing state changes to the other replicas through `db`,
+    /// in batches off every job's path. Until then nothing is announced; a
+    /// second call changes nothing.
+    pub fn start_announcing(&self, db: PgPool) {
+        let (tx, rx) = mpsc::channel(ANNOUNCE_CAPACITY);
+        if self.announcer.set(tx).is_ok() {
+            tokio::spawn(announce(db, rx));
+        }
+    }
+
+    /// Watches a job: events published from now on reach the returned
+    /// watcher. Watch before reading the job, so that no change slips
+    /// between the read and the watch.
+    pub fn watch(self: &Arc<Self>, job_id: Uuid) -> Watch {
+        let rx = self
+            .channels()
             .entry(job_id)
-            .or_insert_with(|| broadcast::channel(CAPACITY).0);
+            .or_insert_with(|| broadcast::channel(CAPACITY).0)
+            .subscribe();
+        Watch {
+            hub: self.clone(),
+            job_id,
+            rx: Some(rx),
+            closing: self.closing.subscribe(),
+        }
     }
 
-    /// Watches a job, if this process carries its events.
-    pub fn subscribe(&self, job_id: Uuid) -> Option<broadcast::Receiver<JobEvent>> {
-        self.channels
-            .lock()
-            .expect("hub poisoned")
-            .get(&job_id)
-            .map(broadcast::Sender::subscribe)
+    /// Jobs watched in this process now.
+    pub fn watched(&self) -> usize {
+        self.channels().len()
     }
 
+    /// Hands an event to the job's watchers in this process, if it has any.
     pub fn publish(&self, job_id: Uuid, event: JobEvent) {
-        if let Some(tx) = self.channels.lock().expect("hub poisoned").get(&job_id) {
-            // No watcher is fine.
+        if let Some(tx) = self.channels().get(&job_id) {
+            // A watcher leaving meanwhile is fine.
             let _ = tx.send(event);
         }
     }
 
-    /// Sends the final job and stops carrying the job's events.
+    /// A state this process recorded for a job: its watchers here hear it at
+    /// once, the other replicas through the store.
+    pub fn state(&self, job_id: Uuid, tenant_id: Uuid, state: State) {
+        self.publish(job_id, JobEvent::State(state));
+        self.announce(Change {
+            job_id,
+            tenant_id,
+            state: state.as_str().to_owned(),
+            cancel_requested: false,
+        });
+    }
+
+    /// The final row of a job, as this process recorded it.
     pub fn done(&self, row: JobRow) {
-        let job_id = row.job_id;
-        if let Some(tx) = self.channels.lock().expect("hub poisoned").remove(&job_id) {
-            let _ = tx.send(JobEvent::Done(Arc::new(row)));
+        let change = Change::of(&row);
+        self.publish(row.job_id, JobEvent::Done(Arc::new(row)));
+        self.announce(change);
+    }
+
+    /// Tells the other replicas that a job changed as `row` now has it (a job
+    /// accepted, a cancellation requested).
+    pub fn changed(&self, row: &JobRow) {
+        self.announce(Change::of(row));
+    }
+
+    fn announce(&self, change: Change) {
+        let Some(tx) = self.announcer.get() else {
+            return;
+        };
+        if tx.try_send(change).is_err() {
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(
+                    dropped = n,
+                    "job change announcer behind; other replicas learn of these changes by polling"
+                );
+            }
         }
+    }
+
+    /// A change announced through the store (by any process, this one
+    /// included) wakes the job's watchers here.
+    pub fn stored(&self, job_id: Uuid, state: Option<State>) {
+        self.publish(job_id, JobEvent::Stored(state));
+    }
+
+    /// Announcements may have been missed (the listener reconnected): every
+    /// watcher reads its job again.
+    pub fn resync(&self) {
+        for tx in self.channels().values() {
+            let _ = tx.send(JobEvent::Stored(None));
+        }
+    }
+
+    /// Ends every watch, now and to come: waits answer with the job as it
+    /// stands, event streams close.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+}
+
+/// Writes announcements in batches until the hub is dropped.
+async fn announce(db: PgPool, mut rx: mpsc::Receiver<Change>) {
+    let mut batch = Vec::with_capacity(ANNOUNCE_BATCH);
+    while rx.recv_many(&mut batch, ANNOUNCE_BATCH).await > 0 {
+        if let Err(e) = hearth_store::job::announce(&db, &batch).await {
+            tracing::warn!(error = %e, changes = batch.len(), "announcing job changes failed; other replicas learn of them by polling");
+        }
+        batch.clear();
+    }
+}
+
+/// One watcher of one job; the job's channel goes with its last watcher.
+#[derive(Debug)]
+pub struct Watch {
+    hub: Arc<Hub>,
+    job_id: Uuid,
+    /// Taken only when dropped.
+    rx: Option<broadcast::Receiver<JobEvent>>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Watch {
+    /// The next event of the job, or why there is none before `until`.
+    pub async fn next(&mut self, until: Instant) -> Wake {
+        let Some(rx) = self.rx.as_mut() else {
+            return Wake::Closing;
+        };
+        let closing = &mut self.closing;
+        tokio::select! {
+            biased;
+            _ = closing.wait_for(|c| *c) => Wake::Closing,
+            event = rx.recv() => match event {
+                Ok(event) => Wake::Event(event),
+                Err(broadcast::error::RecvError::Lagged(n)) => Wake::Missed(n),
+                // Only a dropped hub closes a channel someone still watches.
+                Err(broadcast::error::RecvError::Closed) => Wake::Closing,
+            },
+            () = tokio::time::sleep_until(until) => Wake::Timeout,
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        drop(self.rx.take());
+        let mut channels = self.hub.channels();
+        if channels
+            .get(&self.job_id)
+            .is_some_and(|tx| tx.receiver_count() == 0)
+        {
+            channels.remove(&self.job_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_millis(50)
+    }
+
+    #[tokio::test]
+    async fn channels_live_only_while_someone_watches() {
+        let hub = Arc::new(Hub::default());
+        let job = Uuid::now_v7();
+        // Nobody watches: publishing keeps nothing.
+        hub.publish(job, JobEvent::State(State::Running));
+        hub.state(job, Uuid::now_v7(), State::Running);
+        hub.stored(job, Some(State::Running));
+        assert_eq!(hub.watched(), 0);
+
+        let mut a = hub.watch(job);
+        let mut b = hub.watch(job);
+        assert_eq!(hub.watched(), 1);
+        hub.stored(job, Some(State::Succeeded));
+        for w in [&mut a, &mut b] {
+            assert!(matches!(
+                w.next(soon()).await,
+                Wake::Event(JobEvent::Stored(Some(State::Succeeded)))
+            ));
+        }
+        drop(a);
+        assert_eq!(hub.watched(), 1, "b still watches");
+        drop(b);
+        assert_eq!(hub.watched(), 0, "the last watcher takes the channel");
+
+        // Many jobs watched and left: nothing stays behind.
+        let watches: Vec<Watch> = (0..100).map(|_| hub.watch(Uuid::now_v7())).collect();
+        assert_eq!(hub.watched(), 100);
+        drop(watches);
+        assert_eq!(hub.watched(), 0);
+    }
+
+    #[tokio::test]
+    async fn watchers_time_out_resync_and_close() {
+        let hub = Arc::new(Hub::default());
+        let mut w = hub.watch(Uuid::now_v7());
+        assert!(matches!(w.next(soon()).await, Wake::Timeout));
+        hub.resync();
+        assert!(matches!(
+            w.next(soon()).await,
+            Wake::Event(JobEvent::Stored(None))
+        ));
+        hub.close();
+        assert!(matches!(w.next(soon()).await, Wake::Closing));
+        // Watches begun after the close end at once.
+        let mut late = hub.watch(Uuid::now_v7());
+        assert!(matches!(
+            late.next(Instant::now() + Duration::from_secs(60)).await,
+            Wake::Closing
+        ));
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Counters and histograms of jobs live here; gauges of the pools (pods,
 //! budget, queue) and the integrated GPU-seconds are read from the scheduler
-//! when the metrics are scraped. This module does no I/O.
+//! when the metrics are scraped. Only the leading replica has pools: the
+//! others report `hearth_leader 0` and no pool series. This module does no I/O.
 //!
 //! Catalogue:
 //!
@@ -16,10 +17,12 @@
 //! | `hearth_gpu_seconds_held_total` | counter | `profile`, `state` | GPU-seconds held by pods, by what held them (`active`, `warm`, `standby`, `draining`); warm plus standby is GPU time held idle |
 //! | `hearth_pool_budget_gpus` | gauge | `profile` | the pool's budget on GPUs held by warm plus standby pods (absent for policies without a budget) |
 //! | `hearth_queue_depth` | gauge | `profile` | jobs accepted and waiting for pods |
+//! | `hearth_leader` | gauge | | 1 on the replica that schedules (holds the lease), else 0; the pool series come from it alone |
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hearth_core::Source;
 
@@ -59,6 +62,7 @@ struct Counters {
 #[derive(Debug, Default)]
 pub struct Metrics {
     counters: Mutex<Counters>,
+    leader: AtomicBool,
 }
 
 /// Gauges of one pool at scrape time.
@@ -84,6 +88,11 @@ impl Metrics {
         let key = (profile.to_owned(), source.as_str());
         *c.started.entry(key.clone()).or_default() += 1;
         c.start_seconds.entry(key).or_default().observe(start_s);
+    }
+
+    /// This replica took the lease (`true`) or let it go.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.store(leader, Ordering::Relaxed);
     }
 
     /// A job reached its final `state`.
@@ -200,6 +209,17 @@ impl Metrics {
                 p.queue_depth
             );
         }
+        header(
+            w,
+            "hearth_leader",
+            "gauge",
+            "1 on the replica that schedules jobs and holds the pools, else 0.",
+        );
+        let _ = writeln!(
+            w,
+            "hearth_leader {}",
+            u8::from(self.leader.load(Ordering::Relaxed))
+        );
         out
     }
 }
@@ -275,6 +295,9 @@ mod tests {
         );
         assert!(text.contains("hearth_pool_budget_gpus{profile=\"a\\\"b\"} 2"));
         assert!(text.contains("hearth_queue_depth{profile=\"a\\\"b\"} 3"));
+        assert!(text.contains("\nhearth_leader 0\n"));
+        m.set_leader(true);
+        assert!(m.render(&[]).contains("\nhearth_leader 1\n"));
         // Every sample line is `name{labels} value`.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (_, value) = line.rsplit_once(' ').unwrap();

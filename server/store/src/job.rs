@@ -171,13 +171,39 @@ pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
     .await?)
 }
 
-/// Queued jobs created after `after` (jobs another replica accepted).
+/// Queued jobs created after `after`. Not a way to find jobs other replicas
+/// accepted: ids minted in different processes commit out of order. The
+/// scheduler uses [`queued_ids`] and [`queued_by_ids`].
 #[tracing::instrument(skip(db))]
 pub async fn queued_after(db: impl PgExecutor<'_>, after: Uuid) -> Result<Vec<JobRow>> {
     Ok(sqlx::query_as!(
         JobRow,
         "select * from job where state = 'queued' and job_id > $1 order by job_id",
         after
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Ids of every queued job: what a scheduler compares with the jobs it holds
+/// to find those accepted elsewhere, whatever their ids and commit order.
+#[tracing::instrument(skip(db))]
+pub async fn queued_ids(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
+    Ok(
+        sqlx::query_scalar!("select job_id from job where state = 'queued'")
+            .fetch_all(db)
+            .await?,
+    )
+}
+
+/// Those of `ids` that are still queued, highest priority and oldest first.
+#[tracing::instrument(skip_all, fields(jobs = ids.len()))]
+pub async fn queued_by_ids(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<JobRow>> {
+    Ok(sqlx::query_as!(
+        JobRow,
+        "select * from job where job_id = any($1) and state = 'queued'
+         order by priority desc, job_id",
+        ids
     )
     .fetch_all(db)
     .await?)
@@ -196,7 +222,6 @@ pub async fn cancel_requested(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
 
 /// `queued -> assigned`. Returns false if the job is no longer queued or was
 /// cancelled meanwhile.
-#[tracing::instrument(skip(db))]
 pub async fn assign(
     db: impl PgExecutor<'_>,
     job_id: Uuid,
@@ -204,18 +229,34 @@ pub async fn assign(
     pods: &[String],
     queued_ms: f64,
 ) -> Result<bool> {
-    let done = sqlx::query!(
+    Ok(assign_attempt(db, job_id, source, pods, queued_ms)
+        .await?
+        .is_some())
+}
+
+/// `queued -> assigned`, returning the attempt this assignment starts (1 for
+/// the first); `None` if the job is no longer queued or was cancelled
+/// meanwhile.
+#[tracing::instrument(skip(db))]
+pub async fn assign_attempt(
+    db: impl PgExecutor<'_>,
+    job_id: Uuid,
+    source: &str,
+    pods: &[String],
+    queued_ms: f64,
+) -> Result<Option<i32>> {
+    Ok(sqlx::query_scalar!(
         "update job set state = 'assigned', source = $2, pods = $3, queued_ms = $4,
                         attempts = attempts + 1, assigned_at = now()
-         where job_id = $1 and state = 'queued' and not cancel_requested",
+         where job_id = $1 and state = 'queued' and not cancel_requested
+         returning attempts",
         job_id,
         source,
         pods,
         queued_ms
     )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    .fetch_optional(db)
+    .await?)
 }
 
 /// `assigned -> running`, once the pods are acquired and bound.
@@ -390,4 +431,67 @@ pub async fn logs(
     Ok(get(&mut *db, tenant_id, job_id)
         .await?
         .map(|r| (r.stdout, r.stderr)))
+}
+
+/// The channel on which job state changes are announced (`LISTEN hearth_job`).
+pub const CHANNEL: &str = "hearth_job";
+
+/// A job's state change, as announced on [`CHANNEL`] once it committed. A
+/// hint to wake watchers: whoever acts on it reads the job row again, so a
+/// lost or late notification never makes anything wrong, only later.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Change {
+    #[serde(rename = "job")]
+    pub job_id: Uuid,
+    #[serde(rename = "tenant")]
+    pub tenant_id: Uuid,
+    /// The job's state after the change.
+    pub state: String,
+    /// A running job's cancellation was requested (its state is unchanged).
+    #[serde(default, rename = "cancel", skip_serializing_if = "std::ops::Not::not")]
+    pub cancel_requested: bool,
+}
+
+impl Change {
+    /// The change that left a job as `row` has it.
+    pub fn of(row: &JobRow) -> Change {
+        Change {
+            job_id: row.job_id,
+            tenant_id: row.tenant_id,
+            state: row.state.clone(),
+            cancel_requested: row.cancel_requested && !is_final(&row.state),
+        }
+    }
+
+    /// The notification payload (about 110 bytes; Postgres allows 8000).
+    pub fn payload(&self) -> String {
+        serde_json::to_string(self).expect("a change serializes")
+    }
+
+    /// A payload of [`Change::payload`]; `None` for anything else.
+    pub fn parse(payload: &str) -> Option<Change> {
+        serde_json::from_str(payload).ok()
+    }
+}
+
+fn is_final(state: &str) -> bool {
+    hearth_core::State::parse(state).is_some_and(hearth_core::State::is_terminal)
+}
+
+/// Announces committed changes on [`CHANNEL`], one notification each, in one
+/// short transaction of its own. Not inside the transaction that made the
+/// change: a notifying commit holds a cluster-wide lock until it is flushed,
+/// which would serialize the commits of every job. This transaction writes
+/// nothing else, so its commit waits for no flush.
+#[tracing::instrument(skip_all, fields(changes = changes.len()))]
+pub async fn announce(db: impl PgExecutor<'_>, changes: &[Change]) -> Result<()> {
+    let payloads: Vec<String> = changes.iter().map(Change::payload).collect();
+    sqlx::query_scalar!(
+        r#"select count(pg_notify($1, p)) as "sent!" from unnest($2::text[]) as p"#,
+        CHANNEL,
+        &payloads
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(())
 }

@@ -8,6 +8,8 @@
 //! applies (the job was cancelled meanwhile, another scheduler took it) changes
 //! nothing and reports so.
 
+use std::time::Duration;
+
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 
@@ -51,17 +53,46 @@ pub(crate) fn on_constraint(constraint: &'static str) -> impl FnOnce(sqlx::Error
     }
 }
 
+/// How many connections a pool may hold and how long a caller waits for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSize {
+    pub max_connections: u32,
+    /// How long getting a connection may take (a free one from the pool or a
+    /// new one from the server) before it fails with
+    /// [`sqlx::Error::PoolTimedOut`]. Short, so that a saturated or
+    /// unreachable database is an error the caller sees at once rather than
+    /// a request that hangs.
+    pub acquire_timeout: Duration,
+}
+
+impl PoolSize {
+    /// The acquire timeout of a pool sized by a bare connection count.
+    pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+}
+
+impl From<u32> for PoolSize {
+    fn from(max_connections: u32) -> Self {
+        PoolSize {
+            max_connections,
+            acquire_timeout: Self::DEFAULT_ACQUIRE_TIMEOUT,
+        }
+    }
+}
+
+fn pool_options(size: PoolSize) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(size.max_connections)
+        .acquire_timeout(size.acquire_timeout)
+}
+
 /// Connects to `url`, first creating its database when `create` is set and
 /// it does not exist, then applies the migrations.
-pub async fn connect(url: &str, create: bool, max_connections: u32) -> Result<PgPool> {
+pub async fn connect(url: &str, create: bool, size: impl Into<PoolSize>) -> Result<PgPool> {
     let options: PgConnectOptions = url.parse()?;
     if create {
         ensure_database(&options).await?;
     }
-    let pool = PgPoolOptions::new()
-        .max_connections(max_connections)
-        .connect_with(options)
-        .await?;
+    let pool = pool_options(size.into()).connect_with(options).await?;
     MIGRATOR.run(&pool).await?;
     Ok(pool)
 }
@@ -74,10 +105,9 @@ pub async fn connect(url: &str, create: bool, max_connections: u32) -> Result<Pg
 /// exactly like a queued one. Acceptance and final states always use the
 /// durable pool. Postgres still never corrupts or reorders: a relaxed commit is
 /// at most lost, never half-applied.
-pub async fn connect_relaxed(url: &str, max_connections: u32) -> Result<PgPool> {
+pub async fn connect_relaxed(url: &str, size: impl Into<PoolSize>) -> Result<PgPool> {
     let options: PgConnectOptions = url.parse()?;
-    Ok(PgPoolOptions::new()
-        .max_connections(max_connections)
+    Ok(pool_options(size.into())
         .connect_with(options.options([("synchronous_commit", "off")]))
         .await?)
 }

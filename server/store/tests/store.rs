@@ -6,6 +6,46 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+/// Drops the test's database if the test panics. `#[sqlx::test]` drops it
+/// after a passing test only and keeps a failed test's (until that test runs
+/// again); this guard makes a failed run leave nothing behind either.
+struct DropOnPanic(PgPool);
+
+impl Drop for DropOnPanic {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let options = self.0.connect_options();
+        let Some(name) = options.get_database().map(str::to_owned) else {
+            return;
+        };
+        let admin = (*options).clone().database("postgres");
+        // A thread and runtime of its own: the test's runtime is unwinding.
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(async {
+                    use sqlx::{ConnectOptions, Connection};
+                    let mut conn = admin.connect().await?;
+                    // Identifiers cannot be bound as parameters.
+                    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                        "drop database if exists {quoted} with (force)"
+                    )))
+                    .execute(&mut conn)
+                    .await?;
+                    conn.close().await
+                })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop the failed test's database: {dropped:?}");
+        }
+    }
+}
+
 fn new_job<'a>(
     tenant_id: Uuid,
     spec: &'a serde_json::Value,
@@ -27,6 +67,7 @@ fn new_job<'a>(
 
 #[sqlx::test(migrations = "../../migrations")]
 async fn tenant_names_are_unique_and_keys_revocable(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
     let t = tenant::create(&db, "acme").await.unwrap();
     assert!(matches!(
         tenant::create(&db, "acme").await,
@@ -68,6 +109,7 @@ async fn tenant_names_are_unique_and_keys_revocable(db: PgPool) {
 
 #[sqlx::test(migrations = "../../migrations")]
 async fn idempotent_insert(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
     let t = tenant::create(&db, "acme").await.unwrap();
     let spec = json!({"x": 1});
     let mut conn = db.acquire().await.unwrap();
@@ -109,6 +151,7 @@ async fn idempotent_insert(db: PgPool) {
 
 #[sqlx::test(migrations = "../../migrations")]
 async fn lifecycle_is_compare_and_set(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
     let t = tenant::create(&db, "acme").await.unwrap();
     let spec = json!({});
     let mut conn = db.acquire().await.unwrap();
@@ -186,6 +229,7 @@ async fn lifecycle_is_compare_and_set(db: PgPool) {
 
 #[sqlx::test(migrations = "../../migrations")]
 async fn cancel_and_list(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
     let t = tenant::create(&db, "acme").await.unwrap();
     let spec = json!({});
     let mut conn = db.acquire().await.unwrap();
@@ -271,6 +315,7 @@ async fn cancel_and_list(db: PgPool) {
 
 #[sqlx::test(migrations = "../../migrations")]
 async fn pod_events_are_batched_and_seen_only_by_tenants_the_pod_served(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
     use hearth_store::pod_event::{self, NewPodEvent};
     let a = tenant::create(&db, "a").await.unwrap().tenant_id;
     let b = tenant::create(&db, "b").await.unwrap().tenant_id;

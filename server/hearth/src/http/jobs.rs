@@ -13,7 +13,7 @@ use hearth_core::validate::{self, CreateJob, Invalid};
 use hearth_store::job::{Cancel, Filter, Inserted, JobRow, NewJob};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -23,7 +23,7 @@ use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{Json, Path, Query};
-use crate::hub::JobEvent;
+use crate::hub::{JobEvent, Wake, Watch};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -34,8 +34,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_job_logs))
 }
 
-/// How often a watcher polls the store for a job another replica runs.
-const POLL: Duration = Duration::from_millis(200);
+/// How often a watcher reads its job again without being woken: the net
+/// under lost notifications (see [`crate::hub`]).
+const RECHECK: Duration = Duration::from_secs(2);
 
 /// Why a job ended badly.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -136,28 +137,45 @@ async fn wait_for(
     job_id: Uuid,
     timeout: Duration,
 ) -> ApiResult<JobRow> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = Instant::now() + timeout;
+    // Watch before reading, so that the end cannot slip between the two.
+    let mut watch = (!timeout.is_zero()).then(|| state.hub.watch(job_id));
+    let row = hearth_store::job::get(&state.db, tenant_id, job_id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    match &mut watch {
+        Some(watch) => wait_until(state, watch, row, deadline).await,
+        None => Ok(row),
+    }
+}
+
+/// Follows a job from `row` until it is final, `deadline` passes or the
+/// service shuts down; returns the latest row. Whatever replica runs the job,
+/// a wake-up (an event here, a change announced through the store) or a
+/// periodic recheck reads the row again: the store decides.
+async fn wait_until(
+    state: &AppState,
+    watch: &mut Watch,
+    mut row: JobRow,
+    deadline: Instant,
+) -> ApiResult<JobRow> {
     loop {
-        // Subscribe before reading, so the end cannot slip between the two.
-        let rx = state.hub.subscribe(job_id);
-        let row = hearth_store::job::get(&state.db, tenant_id, job_id)
-            .await?
-            .ok_or(ApiError::NotFound("job"))?;
-        if is_final(&row) || tokio::time::Instant::now() >= deadline {
+        let now = Instant::now();
+        if is_final(&row) || now >= deadline {
             return Ok(row);
         }
-        match rx {
-            Some(mut rx) => loop {
-                match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Ok(JobEvent::Done(row))) => return Ok((*row).clone()),
-                    Ok(Ok(_) | Err(RecvError::Lagged(_))) => {}
-                    // Channel gone (job re-queued elsewhere) or timed out: re-read.
-                    Ok(Err(RecvError::Closed)) | Err(_) => break,
-                }
-            },
-            None => {
-                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + POLL)).await
-            }
+        let last = match watch.next(deadline.min(now + RECHECK)).await {
+            Wake::Event(JobEvent::Done(done)) => return Ok((*done).clone()),
+            Wake::Event(JobEvent::State(_) | JobEvent::Line { .. }) => continue,
+            Wake::Event(JobEvent::Stored(Some(s))) if !s.is_terminal() => continue,
+            Wake::Event(JobEvent::Stored(_)) | Wake::Missed(_) | Wake::Timeout => false,
+            Wake::Closing => true,
+        };
+        row = hearth_store::job::get(&state.db, row.tenant_id, row.job_id)
+            .await?
+            .ok_or(ApiError::NotFound("job"))?;
+        if last {
+            return Ok(row);
         }
     }
 }
@@ -258,22 +276,13 @@ async fn create_job(
             tracing::info!(job_id = %row.job_id, kind = %row.kind, "job accepted");
             // Watch before handing the job over, so that even a job ending at
             // once is seen, and the row just written need not be read back.
-            state.hub.open(row.job_id);
-            let watch = state.hub.subscribe(row.job_id);
+            let deadline = Instant::now() + wait;
+            let watch = (!wait.is_zero()).then(|| state.hub.watch(row.job_id));
             state.scheduler.submit(&row);
-            if let (false, Some(mut rx)) = (wait.is_zero(), watch) {
-                let deadline = tokio::time::Instant::now() + wait;
-                loop {
-                    match tokio::time::timeout_at(deadline, rx.recv()).await {
-                        Ok(Ok(JobEvent::Done(done))) => return Ok(respond(&done)),
-                        Ok(Ok(_) | Err(RecvError::Lagged(_))) => {}
-                        // Re-queued elsewhere, or out of time: the store
-                        // says how the job stands.
-                        Ok(Err(RecvError::Closed)) | Err(_) => break,
-                    }
-                }
-                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                let row = wait_for(&state, tenant.tenant_id, row.job_id, left).await?;
+            // The leader, if another replica, picks it up now.
+            state.hub.changed(&row);
+            if let Some(mut watch) = watch {
+                let row = wait_until(&state, &mut watch, row, deadline).await?;
                 return Ok(respond(&row));
             }
             row
@@ -399,7 +408,10 @@ async fn cancel_job(
         }
         Cancel::Requested(row) => {
             drop(conn);
+            // Stopped here if this replica leads, else by the leader as soon
+            // as it hears of it.
             state.scheduler.cancel(id);
+            state.hub.changed(&row);
             // The kill is quick; answer with the final job when it lands.
             let row =
                 wait_for(&state, tenant.tenant_id, row.job_id, Duration::from_secs(5)).await?;
@@ -427,10 +439,11 @@ struct LineData<'a> {
     line: &'a str,
 }
 
-enum Watch {
-    Live(tokio::sync::broadcast::Receiver<JobEvent>),
-    Poll { last: String },
-    Ended,
+/// An event stream following a job that is not final yet.
+struct Follow {
+    watch: Watch,
+    /// The state the client was last told.
+    last: String,
 }
 
 /// Live events of a job as server-sent events: `state` (`{"state"}`) on every
@@ -439,92 +452,103 @@ enum Watch {
 /// closes.
 #[utoipa::path(get, path = "/v1/jobs/{id}/events", tag = "jobs", operation_id = "get_job_events",
     params(("id" = Uuid, Path)),
-    responses((status = 200, description = "text/event-stream of `state`, `output` and `done` events", content_type = "text/event-stream", body = String),
-              (status = 404, body = ErrorBody)))]
+    responses(
+        (status = 200, content_type = "text/event-stream", body = String,
+         description = "Server-sent events, each an `event:` name and one `data:` line:\n\n\
+* `state`: `{\"state\": \"<state>\"}`, the job's state when the stream opens, then each change;\n\
+* `output`: `{\"stream\": \"stdout\" | \"stderr\", \"rank\": <n>, \"line\": \"<text>\"}` for each output line as it happens;\n\
+* `lagged`: the number of events this client fell too far behind to receive (plain text, not JSON);\n\
+* `done`: the job object (`JobResponse`) once the job is final, after which the stream ends.\n\n\
+Comment lines (starting with `:`) are keep-alives and carry nothing."),
+        (status = 400, description = "`invalid_request`: the id is not a UUID", body = ErrorBody),
+        (status = 401, description = "`unauthorized`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such job for this tenant", body = ErrorBody)))]
 async fn get_job_events(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let rx = state.hub.subscribe(id);
+    // Watch before reading, so that no change slips between the two.
+    let watch = state.hub.watch(id);
     let row = hearth_store::job::get(&state.db, tenant.tenant_id, id)
         .await?
         .ok_or(ApiError::NotFound("job"))?;
-    let first = vec![sse_json("state", &StateData { state: &row.state })];
-    let (first, watch) = if is_final(&row) {
-        let mut first = first;
+    let mut first = vec![sse_json("state", &StateData { state: &row.state })];
+    let follow = if is_final(&row) {
         first.push(sse_json("done", &JobResponse::from(&row)));
-        (first, Watch::Ended)
+        None
     } else {
-        match rx {
-            Some(rx) => (first, Watch::Live(rx)),
-            None => (
-                first,
-                Watch::Poll {
-                    last: row.state.clone(),
-                },
-            ),
-        }
+        Some(Follow {
+            watch,
+            last: row.state,
+        })
     };
     let tenant_id = tenant.tenant_id;
-    let rest = futures::stream::unfold(watch, move |watch| {
+    let rest = futures::stream::unfold(follow, move |follow| {
         let state = state.clone();
-        async move {
-            match watch {
-                Watch::Ended => None,
-                Watch::Live(mut rx) => Some(match rx.recv().await {
-                    Ok(JobEvent::State(s)) => (
-                        sse_json("state", &StateData { state: s.as_str() }),
-                        Watch::Live(rx),
-                    ),
-                    Ok(JobEvent::Line { stream, rank, line }) => (
-                        sse_json(
-                            "output",
-                            &LineData {
-                                stream,
-                                rank,
-                                line: &line,
-                            },
-                        ),
-                        Watch::Live(rx),
-                    ),
-                    Ok(JobEvent::Done(row)) => {
-                        (sse_json("done", &JobResponse::from(&*row)), Watch::Ended)
-                    }
-                    Err(RecvError::Lagged(n)) => (
-                        Event::default().event("lagged").data(n.to_string()),
-                        Watch::Live(rx),
-                    ),
-                    // Re-queued onto another replica, or ended: follow the store.
-                    Err(RecvError::Closed) => (
-                        Event::default().comment("following"),
-                        Watch::Poll {
-                            last: String::new(),
-                        },
-                    ),
-                }),
-                Watch::Poll { last } => loop {
-                    tokio::time::sleep(POLL).await;
-                    let Ok(Some(row)) = hearth_store::job::get(&state.db, tenant_id, id).await
-                    else {
-                        continue;
-                    };
-                    if is_final(&row) {
-                        return Some((sse_json("done", &JobResponse::from(&row)), Watch::Ended));
-                    }
-                    if row.state != last {
-                        let ev = sse_json("state", &StateData { state: &row.state });
-                        return Some((ev, Watch::Poll { last: row.state }));
-                    }
-                },
-            }
-        }
+        async move { next_event(&state, tenant_id, id, follow?).await }
     });
     let stream = futures::StreamExt::map(
         futures::StreamExt::chain(futures::stream::iter(first), rest),
         Ok,
     );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// The next event of a followed job, and how to follow it after; `None`
+/// once the stream has ended. Events of a job this replica runs come from the
+/// hub as they happen; for a job another replica runs, a change announced
+/// through the store (or the periodic recheck) reads the row again, so the
+/// stream sees every state the row passes through and ends with `done`.
+async fn next_event(
+    state: &AppState,
+    tenant_id: Uuid,
+    job_id: Uuid,
+    mut f: Follow,
+) -> Option<(Event, Option<Follow>)> {
+    loop {
+        match f.watch.next(Instant::now() + RECHECK).await {
+            Wake::Event(JobEvent::State(s)) => {
+                if s.as_str() != f.last {
+                    f.last = s.as_str().to_owned();
+                    return Some((sse_json("state", &StateData { state: &f.last }), Some(f)));
+                }
+                continue;
+            }
+            Wake::Event(JobEvent::Line { stream, rank, line }) => {
+                let data = LineData {
+                    stream,
+                    rank,
+                    line: &line,
+                };
+                return Some((sse_json("output", &data), Some(f)));
+            }
+            Wake::Event(JobEvent::Done(row)) => {
+                return Some((sse_json("done", &JobResponse::from(&*row)), None));
+            }
+            Wake::Missed(n) => {
+                let ev = Event::default().event("lagged").data(n.to_string());
+                return Some((ev, Some(f)));
+            }
+            // Shutting down: end cleanly; the client may follow the job
+            // through another replica.
+            Wake::Closing => {
+                return Some((Event::default().comment("shutting down"), None));
+            }
+            Wake::Event(JobEvent::Stored(_)) | Wake::Timeout => {}
+        }
+        // The store decides; a failed read is tried again at the next wake.
+        let Ok(Some(row)) = hearth_store::job::get(&state.db, tenant_id, job_id).await else {
+            continue;
+        };
+        if is_final(&row) {
+            return Some((sse_json("done", &JobResponse::from(&row)), None));
+        }
+        if row.state != f.last {
+            f.last = row.state;
+            return Some((sse_json("state", &StateData { state: &f.last }), Some(f)));
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]

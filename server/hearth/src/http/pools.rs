@@ -1,6 +1,8 @@
 //! Pools: one per profile, as the requesting tenant may see them. Aggregate
 //! pod counts, GPU shares and the pool's budget are shared facts; callers,
-//! keep-alives and budgets are shown for the requesting tenant only.
+//! keep-alives and budgets are shown for the requesting tenant only. Only the
+//! leading replica holds pools; every answer says which replica leads and
+//! whether it is the one answering.
 
 use axum::extract::State;
 use serde::Serialize;
@@ -12,7 +14,7 @@ use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{Json, Path};
-use crate::scheduler::PoolView;
+use crate::scheduler::{Leader, PoolView};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -117,8 +119,34 @@ pub struct CallerPool {
     pub in_flight: u32,
 }
 
+/// Which replica schedules jobs and holds the pools.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LeaderResponse {
+    /// Whether the replica answering leads. When false, this replica holds
+    /// no pods: the pool's pods, GPU shares held, budget, queue and callers
+    /// read zero or empty here, and only the leader knows them.
+    pub is_leader: bool,
+    /// The leading replica's id (each `hearth serve` logs its own at start);
+    /// `null` when no replica leads at this moment (a takeover under way).
+    pub replica_id: Option<String>,
+    /// The leading replica's host name.
+    pub host: Option<String>,
+}
+
+impl From<Leader> for LeaderResponse {
+    fn from(l: Leader) -> Self {
+        LeaderResponse {
+            is_leader: l.is_self,
+            replica_id: l.replica_id,
+            host: l.host,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PoolResponse {
+    /// Which replica holds this pool.
+    pub leader: LeaderResponse,
     pub profile: String,
     /// `fresh`, `always-on[:N]`, `keepalive:<s>` or `firepool`.
     pub policy: String,
@@ -138,10 +166,12 @@ pub struct PoolResponse {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ListPoolsResponse {
+    /// Which replica schedules jobs and holds the pools.
+    pub leader: LeaderResponse,
     pub pools: Vec<PoolResponse>,
 }
 
-fn respond(view: PoolView) -> PoolResponse {
+fn respond(view: PoolView, leader: &LeaderResponse) -> PoolResponse {
     let s = view.snapshot;
     let per = s.gpus.shares_per_gpu.max(1);
     let gpus = |shares: u32| f64::from(shares) / f64::from(per);
@@ -151,6 +181,7 @@ fn respond(view: PoolView) -> PoolResponse {
         .and_then(|t| s.tenants.iter().find(|v| v.tenant == t));
     let h = s.gpus.held_shares;
     PoolResponse {
+        leader: leader.clone(),
         profile: view.profile,
         policy: s.policy,
         pods: PoolPods {
@@ -217,21 +248,25 @@ fn respond(view: PoolView) -> PoolResponse {
     }
 }
 
-/// Every profile's pool.
+/// Every profile's pool, and which replica leads.
+///
+/// Only the leader's pools hold pods: a replica that does not lead shows its
+/// pools empty and says so in `leader`.
 #[utoipa::path(get, path = "/v1/pools", tag = "pools", operation_id = "list_pools",
     responses((status = 200, body = ListPoolsResponse), (status = 401, body = ErrorBody)))]
 async fn list_pools(
     State(state): State<AppState>,
     tenant: Tenant,
 ) -> ApiResult<Json<ListPoolsResponse>> {
+    let leader = LeaderResponse::from(state.scheduler.leader().await?);
     let pools = state
         .scheduler
         .pool_names()
         .iter()
         .filter_map(|p| state.scheduler.pool_view(p, tenant.tenant_id))
-        .map(respond)
+        .map(|view| respond(view, &leader))
         .collect();
-    Ok(Json(ListPoolsResponse { pools }))
+    Ok(Json(ListPoolsResponse { leader, pools }))
 }
 
 /// One profile's pool: pods by state, GPU shares held, budget and its
@@ -249,5 +284,6 @@ async fn get_pool(
         .scheduler
         .pool_view(&profile, tenant.tenant_id)
         .ok_or(ApiError::NotFound("pool"))?;
-    Ok(Json(respond(view)))
+    let leader = LeaderResponse::from(state.scheduler.leader().await?);
+    Ok(Json(respond(view, &leader)))
 }

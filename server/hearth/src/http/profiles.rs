@@ -1,5 +1,7 @@
 //! Hardware profiles, with what the runtime can enforce for each.
 
+use std::collections::BTreeMap;
+
 use axum::extract::State;
 use hearth_core::Profile;
 use serde::Serialize;
@@ -24,14 +26,76 @@ pub struct MechanismResponse {
     pub detail: String,
 }
 
+// Spelled out rather than flattening `Profile`: its schema forbids unknown
+// fields (profile files are parsed strictly), and an `allOf` of it would
+// forbid `pods` and `warnings` too.
+/// A profile as the API shows it: its definition, this service's pods of it
+/// and what the runtime cannot enforce. Every field is always sent.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProfileResponse {
-    #[serde(flatten)]
-    pub profile: Profile,
+    pub name: String,
+    pub description: String,
+    /// Container image of the pod (used by the Kubernetes runtime).
+    pub image: String,
+    /// CPU limit in millicores.
+    pub cpu_millis: u32,
+    /// Memory limit in MiB.
+    pub memory_mib: u32,
+    /// Process limit of the pod.
+    pub pids: u32,
+    /// Disk quota of the pod's writable directories in MiB; zero for none.
+    pub disk_mib: u32,
+    /// Whole GPUs per pod; zero for CPU profiles.
+    pub gpus: u32,
+    /// Whether jobs may reach the network.
+    pub network: bool,
+    /// How long a finished pod stays warm for its caller, in seconds.
+    pub keep_alive_s: u32,
+    /// Most pods of this profile alive at once.
+    pub max_pods: u32,
+    /// Kubernetes node selector.
+    pub node_selector: BTreeMap<String, String>,
     /// This service's pods of the profile, by state.
     pub pods: PodCounts,
     /// Limits of the profile the runtime cannot enforce here.
     pub warnings: Vec<String>,
+}
+
+impl ProfileResponse {
+    fn new(profile: &Profile, pods: PodCounts, warnings: Vec<String>) -> Self {
+        // Destructured in full so that a new profile field fails to compile
+        // here instead of going unsent or undocumented.
+        let Profile {
+            name,
+            description,
+            image,
+            cpu_millis,
+            memory_mib,
+            pids,
+            disk_mib,
+            gpus,
+            network,
+            keep_alive_s,
+            max_pods,
+            node_selector,
+        } = profile.clone();
+        ProfileResponse {
+            name,
+            description,
+            image,
+            cpu_millis,
+            memory_mib,
+            pids,
+            disk_mib,
+            gpus,
+            network,
+            keep_alive_s,
+            max_pods,
+            node_selector,
+            pods,
+            warnings,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -65,6 +129,15 @@ async fn list_profiles(
                 warnings
                     .push("network isolation unavailable: jobs can reach the network".to_owned());
             }
+            if p.network && !missing("namespaces") && missing("network") {
+                warnings.push(
+                    "no user-mode network (slirp4netns): pods of this profile cannot start"
+                        .to_owned(),
+                );
+            }
+            if missing("unprivileged-user") {
+                warnings.push("jobs run as root (without capabilities)".to_owned());
+            }
             for (m, what) in [
                 ("cgroup.memory", "memory"),
                 ("cgroup.cpu", "CPU"),
@@ -74,11 +147,7 @@ async fn list_profiles(
                     warnings.push(format!("{what} limit not enforced: {m} unavailable"));
                 }
             }
-            ProfileResponse {
-                pods: counts.remove(&p.name).unwrap_or_default(),
-                profile: p.clone(),
-                warnings,
-            }
+            ProfileResponse::new(p, counts.remove(&p.name).unwrap_or_default(), warnings)
         })
         .collect();
     Ok(Json(ListProfilesResponse {

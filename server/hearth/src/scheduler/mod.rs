@@ -17,15 +17,22 @@
 //! numbers and the service's ids; Postgres owns the jobs. Every job
 //! transition is a compare-and-set in the store, so a job cancelled or taken
 //! elsewhere is never run twice. Exactly one scheduler leads at a time (a
-//! Postgres advisory lock); a new leader rebuilds its queue from the store,
-//! and its pools start empty (local pods die with the service).
+//! Postgres advisory lock, [`leader`]); a new leader rebuilds its queue from
+//! the store, and its pools start empty (local pods die with the service).
+//! Every replica listens for the job changes the others announce ([`listen`]):
+//! the leader picks up the jobs other replicas accept at once, and on a
+//! periodic scan compares the queued jobs in the store with those it holds,
+//! so a lost notification never strands a job.
 //!
 //! It may not touch HTTP; handlers read it through the view methods.
 
+mod leader;
+mod listen;
 mod record;
 mod run;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,10 +56,20 @@ use uuid::Uuid;
 use crate::hub::Hub;
 use crate::metrics::{Metrics, PoolGauges};
 
+pub use leader::Leader;
+
 /// Advisory lock key of the scheduler lease ("HEARTH" + 1).
 const LEASE_KEY: i64 = 0x4845_4152_5448_0001;
-/// How often the scheduler looks for jobs and cancels from other replicas.
+/// How often the leader checks its lease connection.
 const SYNC: Duration = Duration::from_millis(500);
+/// How often the leader scans the store for queued jobs it does not hold and
+/// for cancellations, whether or not a notification said something changed.
+const PICKUP_SCAN: Duration = Duration::from_secs(2);
+/// Shortest gap between two scans woken by notifications: a burst of
+/// accepted jobs costs one scan per gap, not one per job. The gap is at least
+/// four times what the last scan took, so that however long the queue,
+/// scanning takes at most a fifth of the leader's time.
+const PICKUP_GAP: Duration = Duration::from_millis(20);
 /// How long the lease connection may take to answer its liveness check.
 const LEASE_CHECK: Duration = Duration::from_secs(5);
 /// How often the leader re-reads the tenants' stored budgets.
@@ -302,8 +319,13 @@ struct State {
     callers_swept_at: Option<Instant>,
     tenants: HashMap<Uuid, TenantId>,
     tenant_uuids: HashMap<TenantId, Uuid>,
-    /// Newest job id seen, for picking up jobs other replicas accepted.
-    newest: Uuid,
+    /// The service is shutting down: no new jobs, the running ones end.
+    draining: bool,
+    /// A notification told of a queued job this leader does not hold.
+    pickup_wanted: bool,
+    /// While a pickup scan runs: the jobs that ended meanwhile, which the
+    /// scan may have seen queued but must not queue again.
+    scanning: Option<HashSet<Uuid>>,
 }
 
 impl State {
@@ -453,6 +475,38 @@ struct Inner {
     epoch: Instant,
     state: Mutex<State>,
     wake: Notify,
+    /// Who this replica is, as other replicas see it when it leads.
+    replica: leader::Replica,
+    /// Tasks running or failing jobs (see [`Scheduler::drained`]); admitted
+    /// under the state lock, and only while not draining.
+    job_tasks: AtomicUsize,
+    /// Key of the next job task in `aborts`.
+    next_task: AtomicU64,
+    /// Signalled when the last job task ends.
+    job_tasks_ended: Notify,
+    /// Abort handles of the job tasks, to halt them at the end of a shutdown.
+    aborts: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
+}
+
+/// Counts a job task while it lives (aborted or not).
+struct JobTask {
+    inner: Arc<Inner>,
+    key: u64,
+}
+
+impl Drop for JobTask {
+    fn drop(&mut self) {
+        self.inner
+            .aborts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+        if self.inner.job_tasks.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.job_tasks_ended.notify_waiters();
+            // A draining leader lets its lease go once nothing runs.
+            self.inner.wake.notify_one();
+        }
+    }
 }
 
 /// Handle to the scheduler; cheap to clone.
@@ -539,6 +593,10 @@ impl Scheduler {
                 },
             );
         }
+        // State changes reach the other replicas through the store.
+        hub.start_announcing(db.clone());
+        let replica = leader::Replica::new();
+        tracing::info!(replica_id = %replica.id, "replica id");
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 recorder: record::Recorder::start(db.clone()),
@@ -554,8 +612,41 @@ impl Scheduler {
                     ..State::default()
                 }),
                 wake: Notify::new(),
+                replica,
+                job_tasks: AtomicUsize::new(0),
+                next_task: AtomicU64::new(0),
+                job_tasks_ended: Notify::new(),
+                aborts: Mutex::default(),
             }),
         })
+    }
+
+    /// Runs a job task, counted until it ends (see [`Scheduler::drained`]);
+    /// false, and nothing runs, once the service is shutting down. Checked
+    /// and counted under the state lock, so that a draining leader that sees
+    /// no job task may let its lease go: none can start after.
+    fn spawn_job_task(&self, task: impl std::future::Future<Output = ()> + Send + 'static) -> bool {
+        let guard = {
+            let st = self.state();
+            if st.draining {
+                return false;
+            }
+            self.inner.job_tasks.fetch_add(1, Ordering::AcqRel);
+            JobTask {
+                inner: self.inner.clone(),
+                key: self.inner.next_task.fetch_add(1, Ordering::Relaxed),
+            }
+        };
+        let key = guard.key;
+        // Hold the map while spawning, so the task cannot end (and remove
+        // its entry) before the entry exists.
+        let mut aborts = self.inner.aborts.lock().unwrap_or_else(|e| e.into_inner());
+        let handle = tokio::spawn(async move {
+            let _guard = guard;
+            task.await;
+        });
+        aborts.insert(key, handle.abort_handle());
+        true
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -848,16 +939,23 @@ impl Scheduler {
         }
     }
 
-    /// Carries out what needs I/O, each in its own task.
+    /// Carries out what needs I/O, each in its own task. While the service
+    /// shuts down, no job starts and no pod is started for one: the jobs stay
+    /// queued in the store for the next leader.
     fn perform(&self, actions: Vec<Action>) {
         for action in actions {
             let this = self.clone();
             match action {
+                Action::Start { .. } if self.state().draining => {}
                 Action::Start { profile, pod, spec } => {
                     tokio::spawn(async move { this.start_pod(profile, pod, spec).await });
                 }
                 Action::Run { job, placement } => {
-                    tokio::spawn(async move { this.run_job(job, placement).await });
+                    let job_id = job.job_id;
+                    if !self.spawn_job_task(async move { this.run_job(job, placement).await }) {
+                        // Its pods go back to the pool; the job stays queued.
+                        self.finished(job_id);
+                    }
                 }
                 Action::Stop {
                     profile,
@@ -867,7 +965,8 @@ impl Scheduler {
                     tokio::spawn(async move { this.stop_pod(profile, pod, runtime_id).await });
                 }
                 Action::Fail { job, finish } => {
-                    tokio::spawn(async move { this.record_end(&job, finish).await });
+                    // Draining: the next leader fails it.
+                    self.spawn_job_task(async move { this.record_end(&job, finish).await });
                 }
             }
         }
@@ -1030,11 +1129,7 @@ impl Scheduler {
     /// Queues a job with its pool (the leader only; others leave it to the
     /// leader, which finds it in the store).
     fn enqueue(&self, st: &mut State, job: Queued, actions: &mut Vec<Action>) {
-        if st.jobs.contains_key(&job.job_id) {
-            return;
-        }
-        st.newest = st.newest.max(job.job_id);
-        if !st.leading {
+        if st.jobs.contains_key(&job.job_id) || !st.leading || st.draining {
             return;
         }
         let profile = job.spec.profile.clone();
@@ -1099,6 +1194,9 @@ impl Scheduler {
         let Some(job) = st.jobs.remove(&job_id) else {
             return;
         };
+        if let Some(ended) = &mut st.scanning {
+            ended.insert(job_id);
+        }
         st.job_ids.remove(&job.id);
         let profile = job.queued.spec.profile.clone();
         if let Some(pp) = st.pools.get_mut(&profile) {
@@ -1161,11 +1259,11 @@ impl Scheduler {
 
     // ---- the service's side ---------------------------------------------------
 
-    /// Hands a freshly accepted job to the scheduler.
+    /// Hands a freshly accepted job to the scheduler (a replica that does
+    /// not lead leaves it to the leader, and keeps nothing of it).
     pub fn submit(&self, row: &JobRow) {
         match Queued::from_row(row) {
             Ok(job) => {
-                self.inner.hub.open(job.job_id);
                 let mut actions = Vec::new();
                 {
                     let mut st = self.state();
@@ -1260,10 +1358,14 @@ impl Scheduler {
         self.state().pools.keys().cloned().collect()
     }
 
-    /// Gauges of every pool, for `/metrics`.
+    /// Gauges of every pool, for `/metrics`; none on a replica that does not
+    /// lead, whose pools hold nothing (the leader's figures are the truth).
     pub fn pool_gauges(&self) -> Vec<PoolGauges> {
         let now = self.now();
         let st = self.state();
+        if !st.leading {
+            return Vec::new();
+        }
         st.pools
             .iter()
             .map(|(name, pp)| {
@@ -1358,10 +1460,27 @@ impl Scheduler {
 
     // ---- the loop ---------------------------------------------------------------
 
-    /// Takes the lease, recovers unfinished jobs, then schedules until the
-    /// process ends.
+    /// Listens for job changes (every replica), and leads once it holds the
+    /// lease: recovers unfinished jobs, then schedules until the process
+    /// ends. Returns if the lease is lost.
     pub async fn run(self) {
-        let mut lease = self.acquire_lease().await;
+        let listen = self.listen();
+        tokio::pin!(listen);
+        tokio::select! {
+            () = &mut listen => {}
+            () = self.lead() => {}
+        }
+        if self.state().draining {
+            // Shutting down: this replica's watchers still hear the jobs
+            // other replicas run until the process ends.
+            listen.await;
+        }
+    }
+
+    async fn lead(&self) {
+        let Some(mut lease) = self.acquire_lease().await else {
+            return;
+        };
         match self.inner.runtime.remove_orphans().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(pods = n, "removed pods left by an earlier run"),
@@ -1370,6 +1489,7 @@ impl Scheduler {
         self.load_budgets().await;
         let mut pod_events = self.inner.runtime.subscribe();
         self.state().leading = true;
+        self.inner.metrics.set_leader(true);
         self.tick_all();
         while let Err(e) = self.recover().await {
             tracing::error!(error = %e, "recovery failed; retrying");
@@ -1377,8 +1497,19 @@ impl Scheduler {
         }
         let mut next_sync = Instant::now() + SYNC;
         let mut next_budgets = Instant::now() + BUDGET_SYNC;
+        let mut last_pickup = Instant::now();
+        let mut next_pickup = last_pickup + PICKUP_SCAN;
+        let mut pickup_gap = PICKUP_GAP;
         loop {
-            let wake_at = self.next_wakeup().map_or(next_sync, |w| w.min(next_sync));
+            let pickup_at = if self.state().pickup_wanted {
+                last_pickup + pickup_gap
+            } else {
+                next_pickup
+            };
+            let wake_at = self
+                .next_wakeup()
+                .map_or(next_sync, |w| w.min(next_sync))
+                .min(pickup_at);
             tokio::select! {
                 () = self.inner.wake.notified() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -1392,10 +1523,34 @@ impl Scheduler {
                     }
                 },
             }
-            if Instant::now() >= next_sync {
-                if let Err(e) = self.sync_with_store().await {
-                    tracing::warn!(error = %e, "syncing with the store failed");
+            let (draining, wanted, idle) = {
+                let st = self.state();
+                let idle = self.inner.job_tasks.load(Ordering::Acquire) == 0;
+                (st.draining, st.pickup_wanted, idle)
+            };
+            if draining && idle {
+                // Nothing runs here any more: hand the lease over now, so the
+                // next leader runs the queued jobs while this process ends.
+                self.state().leading = false;
+                self.inner.metrics.set_leader(false);
+                if let Err(e) = sqlx::Connection::close(lease).await {
+                    tracing::debug!(error = %e, "closing the lease connection");
                 }
+                tracing::info!("scheduler drained; lease released");
+                return;
+            }
+            let now = Instant::now();
+            if !draining && (now >= next_pickup || wanted && now >= last_pickup + pickup_gap) {
+                if let Err(e) = self.pick_up(now >= next_pickup).await {
+                    tracing::warn!(error = %e, "picking up queued jobs failed");
+                }
+                last_pickup = Instant::now();
+                pickup_gap = PICKUP_GAP.max(last_pickup.duration_since(now) * 4);
+                if now >= next_pickup {
+                    next_pickup = last_pickup + PICKUP_SCAN;
+                }
+            }
+            if now >= next_sync {
                 let alive =
                     tokio::time::timeout(LEASE_CHECK, sqlx::Connection::ping(&mut lease)).await;
                 if !matches!(alive, Ok(Ok(()))) {
@@ -1404,11 +1559,12 @@ impl Scheduler {
                     // the service exits and the new leader recovers the jobs.
                     tracing::error!("scheduler lease lost; the scheduler stops");
                     self.state().leading = false;
+                    self.inner.metrics.set_leader(false);
                     return;
                 }
                 next_sync = Instant::now() + SYNC;
             }
-            if Instant::now() >= next_budgets {
+            if !draining && Instant::now() >= next_budgets {
                 // Budgets set through another replica reach this leader.
                 self.load_budgets().await;
                 next_budgets = Instant::now() + BUDGET_SYNC;
@@ -1438,35 +1594,6 @@ impl Scheduler {
         }
     }
 
-    /// Holds the scheduler lease: a session-level advisory lock on a dedicated
-    /// connection, kept for the life of the process.
-    async fn acquire_lease(&self) -> sqlx::PgConnection {
-        let mut waiting_logged = false;
-        loop {
-            let attempt = async {
-                let mut conn = self.inner.db.acquire().await?;
-                let got: bool =
-                    sqlx::query_scalar!(r#"select pg_try_advisory_lock($1) as "got!""#, LEASE_KEY)
-                        .fetch_one(&mut *conn)
-                        .await?;
-                Ok::<_, sqlx::Error>(got.then_some(conn))
-            };
-            match attempt.await {
-                Ok(Some(conn)) => {
-                    tracing::info!("scheduler lease acquired");
-                    return conn.detach();
-                }
-                Ok(None) if !waiting_logged => {
-                    tracing::info!("another scheduler leads; waiting for the lease");
-                    waiting_logged = true;
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "taking the scheduler lease failed"),
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
-
     /// Rebuilds the queue from the store. Jobs that held pods when the last
     /// leader stopped lost them: they are re-queued while they have attempts
     /// left, else failed with `pod_lost`.
@@ -1481,6 +1608,9 @@ impl Scheduler {
                 let max = self.inner.settings.max_attempts as i32;
                 if hearth_store::job::requeue(db, row.job_id, max).await? {
                     tracing::info!(job_id = %row.job_id, "re-queued a job whose pod was lost");
+                    self.inner
+                        .hub
+                        .state(row.job_id, row.tenant_id, hearth_core::State::Queued);
                 } else {
                     let mut conn = db.acquire().await?;
                     let f = run::lost(
@@ -1490,6 +1620,7 @@ impl Scheduler {
                     if let Some(done) = hearth_store::job::finish(&mut conn, row.job_id, &f).await?
                     {
                         self.inner.metrics.job_finished(&done.profile, &done.state);
+                        self.inner.hub.done(done);
                     }
                     tracing::warn!(job_id = %row.job_id, "failed a job whose pod was lost");
                     continue;
@@ -1500,17 +1631,112 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Queues jobs other replicas accepted, and stops jobs whose cancellation
+    /// Queues every job the store holds queued that this leader does not:
+    /// jobs other replicas accepted, found by id whatever their ids and
+    /// commit order. With `cancels`, also stops the jobs whose cancellation
     /// another replica recorded.
-    async fn sync_with_store(&self) -> Result<(), hearth_store::Error> {
-        let newest = self.state().newest;
-        for row in hearth_store::job::queued_after(&self.inner.db, newest).await? {
-            self.submit(&row);
+    async fn pick_up(&self, cancels: bool) -> Result<(), hearth_store::Error> {
+        {
+            let mut st = self.state();
+            st.pickup_wanted = false;
+            st.scanning = Some(HashSet::new());
         }
-        for job_id in hearth_store::job::cancel_requested(&self.inner.db).await? {
-            self.cancel(job_id);
+        let picked = self.scan_queued().await;
+        self.state().scanning = None;
+        let picked = picked?;
+        if picked > 0 {
+            tracing::debug!(jobs = picked, "picked up jobs accepted elsewhere");
+        }
+        if cancels {
+            for job_id in hearth_store::job::cancel_requested(&self.inner.db).await? {
+                self.cancel(job_id);
+            }
         }
         Ok(())
+    }
+
+    async fn scan_queued(&self) -> Result<usize, hearth_store::Error> {
+        let db = &self.inner.db;
+        let queued = hearth_store::job::queued_ids(db).await?;
+        let missing: Vec<Uuid> = {
+            let st = self.state();
+            queued
+                .into_iter()
+                .filter(|id| !st.jobs.contains_key(id))
+                .collect()
+        };
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let rows = hearth_store::job::queued_by_ids(db, &missing).await?;
+        let mut actions = Vec::new();
+        let mut picked = 0;
+        {
+            let mut st = self.state();
+            for row in &rows {
+                let ended = st
+                    .scanning
+                    .as_ref()
+                    .is_some_and(|e| e.contains(&row.job_id));
+                if ended || st.jobs.contains_key(&row.job_id) {
+                    continue;
+                }
+                match Queued::from_row(row) {
+                    Ok(job) => {
+                        picked += 1;
+                        self.enqueue(&mut st, job, &mut actions);
+                    }
+                    Err(e) => {
+                        tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable");
+                    }
+                }
+            }
+        }
+        self.perform(actions);
+        Ok(picked)
+    }
+
+    // ---- shutting down ----------------------------------------------------------
+
+    /// Starts a graceful shutdown: no job is taken or started any more, the
+    /// running ones go on; once none runs, a leader lets its lease go (see
+    /// [`Scheduler::drained`]). A replica that does not lead stops waiting
+    /// for the lease.
+    pub fn drain(&self) {
+        self.state().draining = true;
+        self.inner.wake.notify_one();
+    }
+
+    /// Resolves once no job runs here (its end recorded) after [`Scheduler::drain`].
+    pub async fn drained(&self) {
+        loop {
+            let ended = self.inner.job_tasks_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if self.inner.job_tasks.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            ended.await;
+        }
+    }
+
+    /// Stops the jobs still running here at the end of a shutdown's grace
+    /// period, before their pods go: their rows stay as they were last
+    /// recorded, and the next leader re-queues them (see
+    /// `HEARTH_MAX_ATTEMPTS`). Returns how many were stopped.
+    pub fn halt(&self) -> usize {
+        let aborts: Vec<_> = self
+            .inner
+            .aborts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, a)| a)
+            .collect();
+        for a in &aborts {
+            a.abort();
+        }
+        aborts.len()
     }
 }
 

@@ -1,6 +1,10 @@
 //! Running one job on the pods the policy assigned it: acquire (wipe pods the
 //! policy reset), bind and run through each pod's agent, stream output to the
 //! hub, record the end in the store, and report the end to the pool.
+//!
+//! Jobs run at least once: a job whose pods are lost is re-queued while it
+//! has attempts left, so its processes get the attempt number
+//! (`HEARTH_ATTEMPT`, from 1) to make themselves idempotent.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -139,6 +143,14 @@ async fn store_end(
     Ok(row)
 }
 
+/// How a job came to its pods, for running it.
+struct Handover {
+    /// This run's attempt, from 1.
+    attempt: i32,
+    queued_ms: f64,
+    acquire_ms: f64,
+}
+
 /// Frames of every rank, as they come.
 type RankFrame = (u32, Result<Frame, hearth_runtime::Error>);
 
@@ -177,9 +189,7 @@ impl Scheduler {
                 let max = self.inner.settings.max_attempts as i32;
                 match hearth_store::job::requeue(&self.inner.relaxed, job_id, max).await {
                     Ok(true) => {
-                        self.inner
-                            .hub
-                            .publish(job_id, JobEvent::State(State::Queued));
+                        self.inner.hub.state(job_id, job.tenant_id, State::Queued);
                         self.finished(job_id);
                         self.resubmit(job);
                         return;
@@ -289,7 +299,7 @@ impl Scheduler {
             .iter()
             .map(|a| a.runtime_id.clone())
             .collect();
-        match hearth_store::job::assign(
+        let attempt = match hearth_store::job::assign_attempt(
             &self.inner.relaxed,
             job.job_id,
             placement.source.as_str(),
@@ -298,13 +308,13 @@ impl Scheduler {
         )
         .await
         {
-            Ok(true) => {}
-            Ok(false) => return Ending::NotAssigned,
+            Ok(Some(attempt)) => attempt,
+            Ok(None) => return Ending::NotAssigned,
             Err(e) => return Ending::Lost(format!("recording the assignment failed: {e}")),
-        }
+        };
         self.inner
             .hub
-            .publish(job.job_id, JobEvent::State(State::Assigned));
+            .state(job.job_id, job.tenant_id, State::Assigned);
 
         let files = match &spec.code {
             Code::Files(files) => files.clone(),
@@ -347,8 +357,12 @@ impl Scheduler {
             }
         };
         let acquire_ms = placement.acquire_ms + ms(acquire_start.elapsed());
-        let timing = (queued_ms, acquire_ms);
-        self.exchange(job, placement, &pods, files, timing, cancel)
+        let handover = Handover {
+            attempt,
+            queued_ms,
+            acquire_ms,
+        };
+        self.exchange(job, placement, &pods, files, handover, cancel)
             .await
     }
 
@@ -376,9 +390,14 @@ impl Scheduler {
         placement: &Placement,
         pods: &[Pod],
         files: BTreeMap<String, String>,
-        (queued_ms, acquire_ms): (f64, f64),
+        handover: Handover,
         cancel: &Notify,
     ) -> Ending {
+        let Handover {
+            attempt,
+            queued_ms,
+            acquire_ms,
+        } = handover;
         let spec = &job.spec;
         let settings = &self.inner.settings;
         let world = pods.len() as u32;
@@ -387,6 +406,8 @@ impl Scheduler {
         let (cancel_tx, cancel_rx) = watch::channel(false);
         for (rank, pod) in pods.iter().enumerate() {
             let mut env = spec.env.clone();
+            // Hearth's, over any value of the job's own environment.
+            env.insert("HEARTH_ATTEMPT".to_owned(), attempt.to_string());
             // The pod's devices as its placement has them now (a promoted
             // standby pod may have grown onto more GPUs than it started with).
             if let Some(a) = placement.pods.get(rank)
@@ -456,10 +477,11 @@ impl Scheduler {
                                 // Off the frame loop: the job's lines and end
                                 // need not wait for the row; the end waits
                                 // for it below, so states stay in order.
-                                let (this, job_id) = (self.clone(), job.job_id);
+                                let (this, job_id, tenant_id) = (self.clone(), job.job_id, job.tenant_id);
                                 recording_start = Some(tokio::spawn(async move {
                                     match hearth_store::job::start(&this.inner.relaxed, job_id, acquire_ms, bind_ms).await {
-                                        Ok(_) => this.inner.hub.publish(job_id, JobEvent::State(State::Running)),
+                                        Ok(true) => this.inner.hub.state(job_id, tenant_id, State::Running),
+                                        Ok(false) => {}
                                         Err(e) => tracing::error!(%job_id, error = %e, "recording the start failed"),
                                     }
                                 }));
