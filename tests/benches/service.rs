@@ -40,6 +40,8 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
         .await
         .unwrap();
     let spec = json!({"kind": "tool_call", "command": ["true"]});
+    // The fenced writes need the current epoch (a service may lead here).
+    let epoch = hearth_store::leadership::current(&durable).await.unwrap();
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -66,10 +68,10 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
                 )
                 .await
                 .unwrap();
-                hearth_store::job::assign(&relaxed, id, "warm", &["pod".to_owned()], 0.1)
+                hearth_store::job::assign(&relaxed, epoch, id, "warm", &["pod".to_owned()], 0.1)
                     .await
                     .unwrap();
-                hearth_store::job::start(&relaxed, id, 0.1, 0.1)
+                hearth_store::job::start(&relaxed, epoch, id, 0.1, 0.1)
                     .await
                     .unwrap();
                 let f = Finish {
@@ -78,7 +80,9 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
                     run_ms: Some(1.0),
                     ..Finish::default()
                 };
-                hearth_store::job::finish(&mut conn, id, &f).await.unwrap();
+                hearth_store::job::finish(&mut conn, epoch, id, &f)
+                    .await
+                    .unwrap();
                 done += 1;
             }
             done

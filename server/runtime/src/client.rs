@@ -1,7 +1,7 @@
 //! Client side of the agent protocol ([`hearth_core::agent`]): one connection
 //! per exchange, JSON lines both ways.
 
-use hearth_core::agent::{Frame, Request, Run};
+use hearth_core::agent::{Envelope, Frame, Request, Run};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 
 use crate::Error;
@@ -51,11 +51,13 @@ impl std::fmt::Debug for Exchange {
 }
 
 impl Exchange {
-    /// Opens a connection and sends `request`.
-    pub async fn open(address: &str, request: &Request) -> Result<Self, Error> {
+    /// Opens a connection and sends `request` with the sender's leadership
+    /// `epoch` (see [`Envelope`]).
+    pub async fn open(address: &str, epoch: u64, request: Request) -> Result<Self, Error> {
         let conn = connect(address).await?;
         let (read, mut write) = tokio::io::split(conn);
-        let mut line = serde_json::to_vec(request).map_err(|e| Error::Protocol(e.to_string()))?;
+        let mut line = serde_json::to_vec(&Envelope { epoch, request })
+            .map_err(|e| Error::Protocol(e.to_string()))?;
         line.push(b'\n');
         write.write_all(&line).await.map_err(|e| Error::Agent {
             address: address.to_owned(),
@@ -108,21 +110,21 @@ impl Exchange {
 }
 
 /// Pings an agent; returns its `pong`.
-pub async fn ping(address: &str) -> Result<Frame, Error> {
-    Exchange::open(address, &Request::Ping)
+pub async fn ping(address: &str, epoch: u64) -> Result<Frame, Error> {
+    Exchange::open(address, epoch, Request::Ping)
         .await?
         .finish()
         .await
 }
 
 /// Starts a run; read its frames from the returned exchange.
-pub async fn run(address: &str, run: Run) -> Result<Exchange, Error> {
-    Exchange::open(address, &Request::Run(Box::new(run))).await
+pub async fn run(address: &str, epoch: u64, run: Run) -> Result<Exchange, Error> {
+    Exchange::open(address, epoch, Request::Run(Box::new(run))).await
 }
 
 /// Wipes the pod clean.
-pub async fn wipe(address: &str) -> Result<(), Error> {
-    match Exchange::open(address, &Request::Wipe)
+pub async fn wipe(address: &str, epoch: u64) -> Result<(), Error> {
+    match Exchange::open(address, epoch, Request::Wipe)
         .await?
         .finish()
         .await?

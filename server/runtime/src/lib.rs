@@ -90,6 +90,10 @@ pub trait Runtime: Send + Sync + fmt::Debug + 'static {
     /// Pods that vanish on their own are announced here.
     fn subscribe(&self) -> broadcast::Receiver<PodEvent>;
 
+    /// The leadership epoch of the scheduler driving this runtime, carried
+    /// on the runtime's own agent requests (the scheduler passes it on its).
+    fn set_epoch(&self, epoch: u64);
+
     /// Removes pods left by an earlier run of the service (after a crash);
     /// returns how many were removed.
     fn remove_orphans(&self) -> BoxFuture<'_, Result<usize, Error>>;

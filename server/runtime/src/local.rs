@@ -107,6 +107,8 @@ struct Inner {
     mechanisms: Vec<Mechanism>,
     pods: Mutex<HashMap<String, PodHandle>>,
     events: broadcast::Sender<PodEvent>,
+    /// The scheduler's leadership epoch, for the agent requests made here.
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug)]
@@ -233,6 +235,7 @@ impl LocalRuntime {
                 mechanisms,
                 pods: Mutex::new(HashMap::new()),
                 events,
+                epoch: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -443,7 +446,7 @@ impl Inner {
         let now = Instant::now();
         let deadline = now.checked_add(self.cfg.start_timeout).unwrap_or(now);
         let why = loop {
-            match client::ping(&address).await {
+            match client::ping(&address, self.epoch.load(Ordering::SeqCst)).await {
                 Ok(Frame::Pong { .. }) => {
                     state.started.store(true, Ordering::SeqCst);
                     return Ok(Pod {
@@ -780,6 +783,10 @@ impl Runtime for LocalRuntime {
 
     fn mechanisms(&self) -> Vec<Mechanism> {
         self.inner.mechanisms.clone()
+    }
+
+    fn set_epoch(&self, epoch: u64) {
+        self.inner.epoch.store(epoch, Ordering::SeqCst);
     }
 
     fn start_pod(&self, spec: PodSpec) -> BoxFuture<'_, Result<Pod, Error>> {

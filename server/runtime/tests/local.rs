@@ -162,7 +162,7 @@ async fn next(ex: &mut client::Exchange) -> Frame {
 
 /// Every frame of a run, the final one last.
 async fn run_all(pod: &Pod, run: Run) -> Vec<Frame> {
-    let mut ex = client::run(&pod.address, run).await.expect("open run");
+    let mut ex = client::run(&pod.address, 0, run).await.expect("open run");
     let mut frames = Vec::new();
     loop {
         let frame = next(&mut ex).await;
@@ -314,7 +314,7 @@ async fn start_ping_and_report_mechanisms() {
         assert!(quota.starts_with("50000"), "cpu quota {quota}");
     }
     assert_eq!(pod.peer_host, "127.0.0.1");
-    match client::ping(&pod.address).await.unwrap() {
+    match client::ping(&pod.address, 0).await.unwrap() {
         Frame::Pong { protocol, sandbox } => {
             assert_eq!(protocol, hearth_core::agent::PROTOCOL_VERSION);
             let want = if h.has("namespaces") { "bwrap" } else { "none" };
@@ -458,7 +458,7 @@ for _ in range(1000):
 else:
     print("never released")
 "#;
-    let mut ex = client::run(&pod.address, python(code)).await.unwrap();
+    let mut ex = client::run(&pod.address, 0, python(code)).await.unwrap();
     assert!(matches!(next(&mut ex).await, Frame::Bound { .. }));
     match next(&mut ex).await {
         Frame::Line { stream, line } => {
@@ -488,7 +488,7 @@ async fn timeout_kills_the_whole_tree() {
     let marker = sleep_marker();
     let mut run = sleeping_tree(&marker);
     run.timeout_ms = 1500;
-    let mut ex = client::run(&pod.address, run).await.unwrap();
+    let mut ex = client::run(&pod.address, 0, run).await.unwrap();
     let mut frames = Vec::new();
     loop {
         let f = next(&mut ex).await;
@@ -532,7 +532,7 @@ async fn cancel_kills_the_whole_tree() {
     let mut h = Harness::new(None);
     let pod = h.start(profile(false)).await;
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, sleeping_tree(&marker))
+    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
         .await
         .unwrap();
     loop {
@@ -554,7 +554,7 @@ async fn cancel_kills_the_whole_tree() {
 
     // Dropping the connection cancels too.
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, sleeping_tree(&marker))
+    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
         .await
         .unwrap();
     loop {
@@ -569,7 +569,7 @@ async fn cancel_kills_the_whole_tree() {
     );
     // The pod still serves.
     assert!(matches!(
-        client::ping(&pod.address).await.unwrap(),
+        client::ping(&pod.address, 0).await.unwrap(),
         Frame::Pong { .. }
     ));
     h.finish().await;
@@ -931,13 +931,58 @@ async fn wipe_empties_the_pod() {
     let dir = h.rt.pod_dir(&h.pods[0]);
     assert!(dir.join("work/d/f").exists() && dir.join("io/output.json").exists());
 
-    client::wipe(&pod.address).await.unwrap();
+    client::wipe(&pod.address, 0).await.unwrap();
     for sub in ["work", "io", "venvs", "tmp"] {
         let entries = std::fs::read_dir(dir.join(sub)).unwrap().count();
         assert_eq!(entries, 0, "{sub} not empty after wipe");
     }
     // The pod still runs jobs.
     assert_eq!(exit_of(&run_all(&pod, job(&["true"])).await).code, Some(0));
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn the_agent_refuses_a_stale_leaders_requests() {
+    let mut h = Harness::new(None);
+    let pod = h.start(profile(false)).await;
+    let stale = |frame: &Frame| matches!(frame, Frame::Error { code, .. } if code == "stale_epoch");
+    // Leader of epoch 5 runs a job: from then on older epochs are refused.
+    let mut ex = client::run(&pod.address, 5, job(&["true"])).await.unwrap();
+    let last = loop {
+        let f = next(&mut ex).await;
+        if f.is_final() {
+            break f;
+        }
+    };
+    assert!(
+        matches!(
+            last,
+            Frame::Exit {
+                exit_code: Some(0),
+                ..
+            }
+        ),
+        "{last:?}"
+    );
+    let refused = client::run(&pod.address, 4, job(&["touch", "/work/stale"]))
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert!(stale(&refused), "{refused:?}");
+    assert!(!h.rt.pod_dir(&h.pods[0]).join("work/stale").exists());
+    assert!(client::wipe(&pod.address, 3).await.is_err());
+    let pong = client::ping(&pod.address, 0).await.unwrap();
+    assert!(stale(&pong), "{pong:?}");
+    // The current and newer leaders are served.
+    client::wipe(&pod.address, 5).await.unwrap();
+    assert!(matches!(
+        client::ping(&pod.address, 6).await.unwrap(),
+        Frame::Pong { .. }
+    ));
+    let refused = client::ping(&pod.address, 5).await.unwrap();
+    assert!(stale(&refused), "{refused:?}");
     h.finish().await;
 }
 
@@ -959,7 +1004,7 @@ async fn stop_pod_removes_everything_and_is_idempotent() {
     assert!(!dir.exists());
     assert!(h.rt.cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
     assert!(!Path::new(&format!("/proc/{pid}/cmdline")).exists() || !is_running(pid));
-    assert!(client::ping(&pod.address).await.is_err());
+    assert!(client::ping(&pod.address, 0).await.is_err());
     h.rt.stop_pod(&pod_id).await.unwrap();
     h.rt.stop_pod("never-started").await.unwrap();
     h.finish().await;
@@ -1014,7 +1059,7 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
         .unwrap();
     // A job runs while the service "crashes".
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, sleeping_tree(&marker))
+    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
         .await
         .unwrap();
     loop {
@@ -1074,7 +1119,7 @@ async fn agent_without_a_sandbox_over_tcp() {
         .is_ok())
         .await
     );
-    match client::ping(&address).await.unwrap() {
+    match client::ping(&address, 0).await.unwrap() {
         Frame::Pong { sandbox, .. } => assert_eq!(sandbox, "none"),
         other => panic!("expected pong, got {other:?}"),
     }
@@ -1105,7 +1150,7 @@ async fn agent_without_a_sandbox_over_tcp() {
         "processes of the timed-out job survived"
     );
 
-    client::wipe(&address).await.unwrap();
+    client::wipe(&address, 0).await.unwrap();
     assert_eq!(std::fs::read_dir(root.join("work")).unwrap().count(), 0);
     agent.kill().await.unwrap();
     let _ = std::fs::remove_dir_all(&root);
@@ -1164,7 +1209,7 @@ async fn the_agent_exits_with_its_parent() {
         peer_host: "127.0.0.1".into(),
     };
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, sleeping_tree(&marker))
+    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
         .await
         .unwrap();
     loop {

@@ -109,7 +109,7 @@ async fn bench_cold_start_and_warm_jobs() {
                 max_log_bytes: 65536,
             };
             let t = Instant::now();
-            let last = client::run(&pod.address, run)
+            let last = client::run(&pod.address, 0, run)
                 .await
                 .unwrap()
                 .finish()

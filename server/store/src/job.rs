@@ -221,25 +221,27 @@ pub async fn cancel_requested(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
 }
 
 /// `queued -> assigned`. Returns false if the job is no longer queued or was
-/// cancelled meanwhile.
+/// cancelled meanwhile, or `epoch` is not the current leadership epoch.
 pub async fn assign(
     db: impl PgExecutor<'_>,
+    epoch: i64,
     job_id: Uuid,
     source: &str,
     pods: &[String],
     queued_ms: f64,
 ) -> Result<bool> {
-    Ok(assign_attempt(db, job_id, source, pods, queued_ms)
+    Ok(assign_attempt(db, epoch, job_id, source, pods, queued_ms)
         .await?
         .is_some())
 }
 
 /// `queued -> assigned`, returning the attempt this assignment starts (1 for
 /// the first); `None` if the job is no longer queued or was cancelled
-/// meanwhile.
+/// meanwhile, or `epoch` is not the current leadership epoch.
 #[tracing::instrument(skip(db))]
 pub async fn assign_attempt(
     db: impl PgExecutor<'_>,
+    epoch: i64,
     job_id: Uuid,
     source: &str,
     pods: &[String],
@@ -249,30 +251,36 @@ pub async fn assign_attempt(
         "update job set state = 'assigned', source = $2, pods = $3, queued_ms = $4,
                         attempts = attempts + 1, assigned_at = now()
          where job_id = $1 and state = 'queued' and not cancel_requested
+           and exists (select 1 from leadership where epoch = $5 for share)
          returning attempts",
         job_id,
         source,
         pods,
-        queued_ms
+        queued_ms,
+        epoch
     )
     .fetch_optional(db)
     .await?)
 }
 
-/// `assigned -> running`, once the pods are acquired and bound.
+/// `assigned -> running`, once the pods are acquired and bound (by the
+/// leader of `epoch`, still current).
 #[tracing::instrument(skip(db))]
 pub async fn start(
     db: impl PgExecutor<'_>,
+    epoch: i64,
     job_id: Uuid,
     acquire_ms: f64,
     bind_ms: f64,
 ) -> Result<bool> {
     let done = sqlx::query!(
         "update job set state = 'running', started_at = now(), acquire_ms = $2, bind_ms = $3
-         where job_id = $1 and state = 'assigned'",
+         where job_id = $1 and state = 'assigned'
+           and exists (select 1 from leadership where epoch = $4 for share)",
         job_id,
         acquire_ms,
-        bind_ms
+        bind_ms,
+        epoch
     )
     .execute(db)
     .await?;
@@ -281,16 +289,23 @@ pub async fn start(
 
 /// `assigned | running -> queued`: the job's pod was lost and it may run
 /// again. Returns false when the job has had `max_attempts` attempts (or no
-/// longer holds pods, or was cancelled).
+/// longer holds pods, or was cancelled), or `epoch` is not current.
 #[tracing::instrument(skip(db))]
-pub async fn requeue(db: impl PgExecutor<'_>, job_id: Uuid, max_attempts: i32) -> Result<bool> {
+pub async fn requeue(
+    db: impl PgExecutor<'_>,
+    epoch: i64,
+    job_id: Uuid,
+    max_attempts: i32,
+) -> Result<bool> {
     let done = sqlx::query!(
         "update job set state = 'queued', source = null, pods = '{}', assigned_at = null,
                         started_at = null
          where job_id = $1 and state in ('assigned', 'running') and attempts < $2
-           and not cancel_requested",
+           and not cancel_requested
+           and exists (select 1 from leadership where epoch = $3 for share)",
         job_id,
-        max_attempts
+        max_attempts,
+        epoch
     )
     .execute(db)
     .await?;
@@ -318,9 +333,15 @@ pub struct Finish {
 }
 
 /// Moves an unfinished job to its final state and stores its logs. Returns the
-/// final row, or `None` if the job had already finished.
+/// final row, or `None` if the job had already finished or `epoch` is not the
+/// current leadership epoch (a stale leader never overwrites a result).
 #[tracing::instrument(skip(db, f), fields(state = %f.state))]
-pub async fn finish(db: &mut PgConnection, job_id: Uuid, f: &Finish) -> Result<Option<JobRow>> {
+pub async fn finish(
+    db: &mut PgConnection,
+    epoch: i64,
+    job_id: Uuid,
+    f: &Finish,
+) -> Result<Option<JobRow>> {
     let row = sqlx::query_as!(
         JobRow,
         "update job set state = $2, exit_code = $3, output = $4, stdout = $5, stderr = $6,
@@ -331,6 +352,7 @@ pub async fn finish(db: &mut PgConnection, job_id: Uuid, f: &Finish) -> Result<O
                         queued_ms = coalesce(queued_ms, extract(epoch from now() - created_at) * 1000),
                         total_ms = extract(epoch from now() - created_at) * 1000
          where job_id = $1 and state in ('queued', 'assigned', 'running')
+           and exists (select 1 from leadership where epoch = $14 for share)
          returning *",
         job_id,
         f.state,
@@ -344,7 +366,8 @@ pub async fn finish(db: &mut PgConnection, job_id: Uuid, f: &Finish) -> Result<O
         f.error_message,
         f.acquire_ms,
         f.bind_ms,
-        f.run_ms
+        f.run_ms,
+        epoch
     )
     .fetch_optional(&mut *db)
     .await?;

@@ -1,7 +1,7 @@
 //! Store functions against a fresh, migrated database per test.
 
 use hearth_store::job::{self, Cancel, Filter, Finish, Inserted, NewJob};
-use hearth_store::{Error, tenant};
+use hearth_store::{Error, leadership, tenant};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -163,29 +163,29 @@ async fn lifecycle_is_compare_and_set(db: PgPool) {
     };
     let id = row.job_id;
     assert!(
-        !job::start(&db, id, 1.0, 1.0).await.unwrap(),
+        !job::start(&db, 0, id, 1.0, 1.0).await.unwrap(),
         "cannot run before assigned"
     );
     assert!(
-        job::assign(&db, id, "cold", &["pod-1".into()], 2.0)
+        job::assign(&db, 0, id, "cold", &["pod-1".into()], 2.0)
             .await
             .unwrap()
     );
     assert!(
-        !job::assign(&db, id, "cold", &["pod-2".into()], 2.0)
+        !job::assign(&db, 0, id, "cold", &["pod-2".into()], 2.0)
             .await
             .unwrap(),
         "assigned once"
     );
-    assert!(job::start(&db, id, 3.0, 4.0).await.unwrap());
+    assert!(job::start(&db, 0, id, 3.0, 4.0).await.unwrap());
     // Lost pod: back to the queue while attempts remain.
     assert!(
-        !job::requeue(&db, id, 1).await.unwrap(),
+        !job::requeue(&db, 0, id, 1).await.unwrap(),
         "no attempts left at max 1"
     );
-    assert!(job::requeue(&db, id, 2).await.unwrap());
+    assert!(job::requeue(&db, 0, id, 2).await.unwrap());
     assert!(
-        job::assign(&db, id, "warm", &["pod-3".into()], 2.0)
+        job::assign(&db, 0, id, "warm", &["pod-3".into()], 2.0)
             .await
             .unwrap()
     );
@@ -197,11 +197,11 @@ async fn lifecycle_is_compare_and_set(db: PgPool) {
         full_logs: Some(("head and more".into(), String::new())),
         ..Finish::default()
     };
-    let done = job::finish(&mut conn, id, &fin).await.unwrap().unwrap();
+    let done = job::finish(&mut conn, 0, id, &fin).await.unwrap().unwrap();
     assert_eq!((done.state.as_str(), done.attempts), ("succeeded", 2));
     assert!(done.total_ms.is_some());
     assert!(
-        job::finish(&mut conn, id, &fin).await.unwrap().is_none(),
+        job::finish(&mut conn, 0, id, &fin).await.unwrap().is_none(),
         "final states are final"
     );
     assert_eq!(
@@ -250,16 +250,16 @@ async fn cancel_and_list(db: PgPool) {
             .unwrap(),
         Cancel::Cancelled(_)
     ));
-    assert!(!job::assign(&db, ids[0], "cold", &[], 0.0).await.unwrap());
+    assert!(!job::assign(&db, 0, ids[0], "cold", &[], 0.0).await.unwrap());
     // Running: marked for the scheduler, and no longer re-queued.
-    assert!(job::assign(&db, ids[1], "cold", &[], 0.0).await.unwrap());
+    assert!(job::assign(&db, 0, ids[1], "cold", &[], 0.0).await.unwrap());
     assert!(matches!(
         job::request_cancel(&mut conn, t.tenant_id, ids[1])
             .await
             .unwrap(),
         Cancel::Requested(_)
     ));
-    assert!(!job::requeue(&db, ids[1], 5).await.unwrap());
+    assert!(!job::requeue(&db, 0, ids[1], 5).await.unwrap());
     assert_eq!(
         job::request_cancel(&mut conn, Uuid::now_v7(), ids[2])
             .await
@@ -361,4 +361,66 @@ async fn pod_events_are_batched_and_seen_only_by_tenants_the_pod_served(db: PgPo
     assert_eq!(budget::list(&db, a).await.unwrap().len(), 1);
     assert_eq!(budget::all(&db).await.unwrap().len(), 1);
     assert!(budget::list(&db, b).await.unwrap().is_empty());
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_stale_leaders_writes_are_refused(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({});
+    let mut conn = db.acquire().await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let Inserted::New(row) = job::insert(&mut conn, &new_job(t.tenant_id, &spec, None, None))
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        ids.push(row.job_id);
+    }
+    let old = leadership::take_over(&db, "replica-a").await.unwrap();
+    assert!(
+        job::assign(&db, old, ids[0], "cold", &["p".into()], 1.0)
+            .await
+            .unwrap()
+    );
+    assert!(job::start(&db, old, ids[0], 1.0, 1.0).await.unwrap());
+    // Another replica takes over while the first still runs the job.
+    let new = leadership::take_over(&db, "replica-b").await.unwrap();
+    assert_eq!(
+        (old + 1, leadership::current(&db).await.unwrap()),
+        (new, new)
+    );
+    let fin = Finish {
+        state: "succeeded".into(),
+        exit_code: Some(0),
+        ..Finish::default()
+    };
+    assert!(
+        job::finish(&mut conn, old, ids[0], &fin)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!job::requeue(&db, old, ids[0], 5).await.unwrap());
+    assert!(
+        !job::assign(&db, old, ids[1], "cold", &["p".into()], 1.0)
+            .await
+            .unwrap()
+    );
+    let untouched = job::get(&db, t.tenant_id, ids[0]).await.unwrap().unwrap();
+    assert_eq!(untouched.state, "running");
+    // The new leader's writes go through.
+    assert!(job::requeue(&db, new, ids[0], 5).await.unwrap());
+    assert!(
+        job::assign(&db, new, ids[1], "cold", &["p".into()], 1.0)
+            .await
+            .unwrap()
+    );
+    let done = job::finish(&mut conn, new, ids[0], &fin)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.state, "succeeded");
 }

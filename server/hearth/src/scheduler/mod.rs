@@ -32,7 +32,7 @@ mod record;
 mod run;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -477,6 +477,9 @@ struct Inner {
     wake: Notify,
     /// Who this replica is, as other replicas see it when it leads.
     replica: leader::Replica,
+    /// The leadership epoch this replica took the lease with (0 before):
+    /// carried on every agent request and every write of a job's progress.
+    leadership: AtomicI64,
     /// Tasks running or failing jobs (see [`Scheduler::drained`]); admitted
     /// under the state lock, and only while not draining.
     job_tasks: AtomicUsize,
@@ -614,6 +617,7 @@ impl Scheduler {
                 wake: Notify::new(),
                 replica,
                 job_tasks: AtomicUsize::new(0),
+                leadership: AtomicI64::new(0),
                 next_task: AtomicU64::new(0),
                 job_tasks_ended: Notify::new(),
                 aborts: Mutex::default(),
@@ -647,6 +651,11 @@ impl Scheduler {
         });
         aborts.insert(key, handle.abort_handle());
         true
+    }
+
+    /// The leadership epoch this replica leads with.
+    fn epoch(&self) -> i64 {
+        self.inner.leadership.load(Ordering::SeqCst)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -1481,6 +1490,20 @@ impl Scheduler {
         let Some(mut lease) = self.acquire_lease().await else {
             return;
         };
+        // A new epoch before anything else: from its commit on, the last
+        // leader's agent requests and job writes are refused.
+        let epoch = match hearth_store::leadership::take_over(&mut lease, &self.inner.replica.id)
+            .await
+        {
+            Ok(epoch) => epoch,
+            Err(e) => {
+                tracing::error!(error = %e, "recording the takeover failed; the scheduler stops");
+                return;
+            }
+        };
+        self.inner.leadership.store(epoch, Ordering::SeqCst);
+        self.inner.runtime.set_epoch(epoch as u64);
+        tracing::info!(epoch, "leadership epoch");
         match self.inner.runtime.remove_orphans().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(pods = n, "removed pods left by an earlier run"),
@@ -1606,7 +1629,7 @@ impl Scheduler {
             }
             if row.state != "queued" {
                 let max = self.inner.settings.max_attempts as i32;
-                if hearth_store::job::requeue(db, row.job_id, max).await? {
+                if hearth_store::job::requeue(db, self.epoch(), row.job_id, max).await? {
                     tracing::info!(job_id = %row.job_id, "re-queued a job whose pod was lost");
                     self.inner
                         .hub
@@ -1617,7 +1640,8 @@ impl Scheduler {
                         row.cancel_requested,
                         "the job's pod was lost when the service stopped, and it has no attempts left",
                     );
-                    if let Some(done) = hearth_store::job::finish(&mut conn, row.job_id, &f).await?
+                    if let Some(done) =
+                        hearth_store::job::finish(&mut conn, self.epoch(), row.job_id, &f).await?
                     {
                         self.inner.metrics.job_finished(&done.profile, &done.state);
                         self.inner.hub.done(done);

@@ -130,15 +130,16 @@ impl Log {
 /// Stores the end of a job (with its full logs in the same transaction).
 async fn store_end(
     db: &sqlx::PgPool,
+    epoch: i64,
     job_id: uuid::Uuid,
     finish: &Finish,
 ) -> Result<Option<hearth_store::job::JobRow>, hearth_store::Error> {
     let mut conn = db.acquire().await?;
     if finish.full_logs.is_none() {
-        return hearth_store::job::finish(&mut conn, job_id, finish).await;
+        return hearth_store::job::finish(&mut conn, epoch, job_id, finish).await;
     }
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let row = hearth_store::job::finish(&mut tx, job_id, finish).await?;
+    let row = hearth_store::job::finish(&mut tx, epoch, job_id, finish).await?;
     tx.commit().await?;
     Ok(row)
 }
@@ -187,7 +188,9 @@ impl Scheduler {
                 tracing::warn!(%job_id, %reason, "pod lost");
                 self.drop_pods(&placement, &reason).await;
                 let max = self.inner.settings.max_attempts as i32;
-                match hearth_store::job::requeue(&self.inner.relaxed, job_id, max).await {
+                match hearth_store::job::requeue(&self.inner.relaxed, self.epoch(), job_id, max)
+                    .await
+                {
                     Ok(true) => {
                         self.inner.hub.state(job_id, job.tenant_id, State::Queued);
                         self.finished(job_id);
@@ -248,7 +251,7 @@ impl Scheduler {
         let mut attempt = 0;
         let row = loop {
             attempt += 1;
-            match store_end(db, job.job_id, &finish).await {
+            match store_end(db, self.epoch(), job.job_id, &finish).await {
                 Ok(Some(row)) => break Some(row),
                 // Already final (cancelled while queued): report what is stored.
                 Ok(None) => {
@@ -301,6 +304,7 @@ impl Scheduler {
             .collect();
         let attempt = match hearth_store::job::assign_attempt(
             &self.inner.relaxed,
+            self.epoch(),
             job.job_id,
             placement.source.as_str(),
             &pod_ids,
@@ -369,13 +373,14 @@ impl Scheduler {
     /// The placement's pods in rank order, once the pods the policy reset
     /// are wiped (all together).
     async fn acquire(&self, placement: &Placement) -> Result<Vec<Pod>, String> {
+        let epoch = self.epoch() as u64;
         let ready = placement.pods.iter().map(|a| async move {
             let pod = a
                 .address
                 .clone()
                 .ok_or_else(|| format!("pod {} has no address", a.runtime_id))?;
             if a.wipe {
-                client::wipe(&pod.address)
+                client::wipe(&pod.address, epoch)
                     .await
                     .map_err(|e| format!("pod {}: wipe failed: {e}", a.runtime_id))?;
             }
@@ -430,6 +435,7 @@ impl Scheduler {
             tokio::spawn(relay(
                 rank as u32,
                 pod.address.clone(),
+                self.epoch(),
                 run,
                 frames_tx.clone(),
                 cancel_rx.clone(),
@@ -479,7 +485,7 @@ impl Scheduler {
                                 // for it below, so states stay in order.
                                 let (this, job_id, tenant_id) = (self.clone(), job.job_id, job.tenant_id);
                                 recording_start = Some(tokio::spawn(async move {
-                                    match hearth_store::job::start(&this.inner.relaxed, job_id, acquire_ms, bind_ms).await {
+                                    match hearth_store::job::start(&this.inner.relaxed, this.epoch(), job_id, acquire_ms, bind_ms).await {
                                         Ok(true) => this.inner.hub.state(job_id, tenant_id, State::Running),
                                         Ok(false) => {}
                                         Err(e) => tracing::error!(%job_id, error = %e, "recording the start failed"),
@@ -696,11 +702,12 @@ fn topology(gang: bool, pods: &[Pod]) -> Option<Vec<Rank>> {
 async fn relay(
     rank: u32,
     address: String,
+    epoch: i64,
     run: agent::Run,
     frames: mpsc::Sender<RankFrame>,
     mut cancel: watch::Receiver<bool>,
 ) {
-    let mut exchange = match client::run(&address, run).await {
+    let mut exchange = match client::run(&address, epoch as u64, run).await {
         Ok(x) => x,
         Err(e) => {
             let _ = frames.send((rank, Err(e))).await;
