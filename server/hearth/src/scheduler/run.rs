@@ -637,10 +637,7 @@ impl Scheduler {
             }
             State::Failed if finish.error_code.is_none() => {
                 finish.error_code = Some("nonzero_exit".to_owned());
-                finish.error_message = Some(format!(
-                    "the command exited with code {:?}",
-                    finish.exit_code
-                ));
+                finish.error_message = Some(exit_message(finish.exit_code));
             }
             _ => {}
         }
@@ -735,5 +732,39 @@ async fn relay(
                 }
             }
         }
+    }
+}
+
+/// Why a command that failed by itself ended, as a shell reports it (codes
+/// above 128 are deaths by signal 128 + N).
+fn exit_message(code: Option<i32>) -> String {
+    match code {
+        Some(137) => "the command was killed (SIGKILL, exit code 137): the pod's memory limit, \
+                      or a kill inside the sandbox"
+            .to_owned(),
+        Some(c) if c > 128 && c < 128 + 65 => {
+            format!(
+                "the command was killed by signal {} (exit code {c})",
+                c - 128
+            )
+        }
+        Some(c) => format!("the command exited with code {c}"),
+        None => "the command ended without an exit code".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_message;
+
+    #[test]
+    fn exit_messages_read_like_a_shells() {
+        assert_eq!(exit_message(Some(3)), "the command exited with code 3");
+        assert!(exit_message(Some(137)).contains("memory limit"));
+        assert_eq!(
+            exit_message(Some(143)),
+            "the command was killed by signal 15 (exit code 143)"
+        );
+        assert_eq!(exit_message(Some(255)), "the command exited with code 255");
     }
 }
