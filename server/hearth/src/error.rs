@@ -166,6 +166,16 @@ impl From<crate::control::Stopped> for ApiError {
     }
 }
 
+impl From<crate::control::Error> for ApiError {
+    fn from(e: crate::control::Error) -> Self {
+        match e {
+            crate::control::Error::Store(e) => e.into(),
+            crate::control::Error::Stopped(e) => e.into(),
+            e @ crate::control::Error::StoredPolicy { .. } => ApiError::Internal(e.into()),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         hearth_store::Error::from(e).into()

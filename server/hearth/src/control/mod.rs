@@ -27,6 +27,21 @@ pub use engine::{Done, Event, SessionState, Settings, Window};
 #[error("the control engine has stopped")]
 pub struct Stopped;
 
+/// Errors of the control runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] hearth_store::Error),
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
+    /// A stored policy no longer parses or compiles (the store was edited
+    /// by hand, or a bug): it cannot run.
+    #[error("stored policy {policy_id} is invalid: {why}")]
+    StoredPolicy { policy_id: Uuid, why: String },
+}
+
+type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// A registered policy as the service runs it.
 #[derive(Debug)]
 pub struct Policy {
@@ -140,13 +155,13 @@ impl Control {
     /// such policy.
     ///
     /// # Errors
-    /// The store's, or [`Stopped`] wrapped in `anyhow`.
+    /// The store's, [`Stopped`], or an invalid stored policy.
     pub async fn policy(
         &self,
         db: &PgPool,
         tenant_id: Uuid,
         policy_id: Uuid,
-    ) -> anyhow::Result<Option<Arc<Policy>>> {
+    ) -> Result<Option<Arc<Policy>>> {
         if let Some(p) = self.cached(tenant_id, policy_id) {
             return Ok(Some(p));
         }
@@ -185,7 +200,7 @@ impl Control {
     ///
     /// # Errors
     /// The store's.
-    pub async fn policies(&self, db: &PgPool, tenant_id: Uuid) -> anyhow::Result<Vec<Arc<Policy>>> {
+    pub async fn policies(&self, db: &PgPool, tenant_id: Uuid) -> Result<Vec<Arc<Policy>>> {
         let rows = hearth_store::control::policies(db, tenant_id).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -198,13 +213,14 @@ impl Control {
     }
 
     /// Compiles a stored policy and looks up its routes' calibrated `K_r`.
-    async fn describe(
-        &self,
-        db: &PgPool,
-        row: hearth_store::control::PolicyRow,
-    ) -> anyhow::Result<Policy> {
-        let spec: Spec = serde_json::from_value(row.spec)?;
-        let program = Program::compile(spec)?;
+    async fn describe(&self, db: &PgPool, row: hearth_store::control::PolicyRow) -> Result<Policy> {
+        let invalid = |why: String| Error::StoredPolicy {
+            policy_id: row.policy_id,
+            why,
+        };
+        let spec: Spec =
+            serde_json::from_value(row.spec.clone()).map_err(|e| invalid(e.to_string()))?;
+        let program = Program::compile(spec).map_err(|e| invalid(e.to_string()))?;
         let ids: Vec<String> = program.routes().iter().map(|r| r.id().to_owned()).collect();
         let measured: HashMap<String, Option<i32>> =
             hearth_store::control::route_ks(db, row.tenant_id, &ids)
@@ -249,7 +265,7 @@ impl Control {
     ///
     /// # Errors
     /// The store's, or [`Stopped`].
-    pub async fn refresh_k(&self, db: &PgPool) -> anyhow::Result<usize> {
+    pub async fn refresh_k(&self, db: &PgPool) -> Result<usize> {
         let mut by_tenant: HashMap<Uuid, Vec<Arc<Policy>>> = HashMap::new();
         for p in self.loaded.lock().expect("not poisoned").values() {
             by_tenant.entry(p.tenant_id).or_default().push(p.clone());
@@ -384,7 +400,7 @@ impl Control {
     ///
     /// # Errors
     /// The store's, or [`Stopped`].
-    pub async fn snapshot(&self, db: &PgPool) -> anyhow::Result<usize> {
+    pub async fn snapshot(&self, db: &PgPool) -> Result<usize> {
         let rows = self.ask(|reply| Command::Snapshot { reply }).await?;
         let n = rows.len();
         if let Err(e) = hearth_store::control::put_sessions(db, &rows).await {
@@ -399,7 +415,7 @@ impl Control {
     ///
     /// # Errors
     /// The store's, or [`Stopped`].
-    pub async fn shutdown(&self, db: &PgPool) -> anyhow::Result<usize> {
+    pub async fn shutdown(&self, db: &PgPool) -> Result<usize> {
         let rows = self.ask(|reply| Command::Shutdown { reply }).await?;
         hearth_store::control::put_sessions(db, &rows).await?;
         Ok(rows.len())
@@ -416,12 +432,12 @@ impl Control {
             match self.snapshot(&db).await {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(sessions = n, "control sessions snapshotted"),
-                Err(e) if e.is::<Stopped>() => return,
+                Err(Error::Stopped(_)) => return,
                 Err(e) => tracing::warn!(error = %e, "control session snapshot failed"),
             }
             match self.refresh_k(&db).await {
                 Ok(_) => {}
-                Err(e) if e.is::<Stopped>() => return,
+                Err(Error::Stopped(_)) => return,
                 Err(e) => tracing::warn!(error = %e, "reading calibrated K_r failed"),
             }
         }
@@ -432,7 +448,7 @@ impl Control {
     ///
     /// # Errors
     /// The store's, or [`Stopped`].
-    pub async fn restore(&self, db: &PgPool) -> anyhow::Result<usize> {
+    pub async fn restore(&self, db: &PgPool) -> Result<usize> {
         let mut n = 0;
         for (tenant, policy) in hearth_store::control::policies_with_sessions(db).await? {
             if self.policy(db, tenant, policy).await?.is_some() {

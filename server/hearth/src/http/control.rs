@@ -112,20 +112,11 @@ pub struct ListPoliciesResponse {
 }
 
 async fn load_policy(state: &AppState, tenant_id: Uuid, policy_id: Uuid) -> ApiResult<Arc<Policy>> {
-    match state.control.policy(&state.db, tenant_id, policy_id).await {
-        Ok(Some(p)) => Ok(p),
-        Ok(None) => Err(ApiError::NotFound("policy")),
-        Err(e) => Err(store_error(e)),
-    }
-}
-
-/// The API error of a failure of the control runtime's store or engine.
-fn store_error(e: anyhow::Error) -> ApiError {
-    match e.downcast::<hearth_store::Error>() {
-        Ok(e) => e.into(),
-        Err(e) if e.is::<crate::control::Stopped>() => ApiError::Unavailable(e),
-        Err(e) => ApiError::Internal(e),
-    }
+    state
+        .control
+        .policy(&state.db, tenant_id, policy_id)
+        .await?
+        .ok_or(ApiError::NotFound("policy"))
 }
 
 /// Registers a control policy (the JSON policy language of `hearth_control`:
@@ -202,11 +193,7 @@ async fn list_policies(
     State(state): State<AppState>,
     tenant: Tenant,
 ) -> ApiResult<Json<ListPoliciesResponse>> {
-    let policies = state
-        .control
-        .policies(&state.db, tenant.tenant_id)
-        .await
-        .map_err(store_error)?;
+    let policies = state.control.policies(&state.db, tenant.tenant_id).await?;
     Ok(Json(ListPoliciesResponse {
         policies: policies
             .iter()
