@@ -19,7 +19,7 @@ mod rng;
 mod time;
 
 pub use policy::{
-    CallerId, Config, Decision, Event, JobId, Kind, PodId, Pool, Reason, Request, Shares, Snapshot,
-    TenantId,
+    ByNumber, CallerId, Config, Decision, Event, JobId, Kind, Names, PodId, Pool, Reason, Request,
+    Shares, Snapshot, TenantId,
 };
 pub use time::Instant;

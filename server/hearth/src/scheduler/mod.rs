@@ -85,6 +85,8 @@ pub struct Settings {
     pub job_output_bytes: usize,
     pub pod_start_timeout: Duration,
     pub pools: PoolSettings,
+    /// Writes the spans of each job's phases (off without trace export).
+    pub tracer: crate::telemetry::Tracer,
 }
 
 /// The GPU inventory of the pools.
@@ -382,61 +384,59 @@ impl State {
     /// A reason as `viewer` may see it: callers and tenants by name, and
     /// anything of another tenant blanked out.
     fn reason_json(&self, reason: &Reason, viewer: Option<Uuid>) -> Value {
-        let caller = |id: u64| -> Value {
-            match self.caller_names.get(&CallerId(id)) {
-                Some((t, name)) if Some(*t) == viewer => json!(name),
-                _ => Value::Null,
-            }
-        };
-        let tenant = |id: u64| -> Value {
-            match self.tenant_uuids.get(&TenantId(id)) {
-                Some(t) if Some(*t) == viewer => json!(t),
-                _ => Value::Null,
-            }
-        };
+        let names = ViewerNames { st: self, viewer };
         let mut v = serde_json::to_value(reason).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut v {
             for key in ["caller", "from", "to"] {
                 if let Some(n) = map.get(key).and_then(Value::as_u64) {
-                    map.insert(key.to_owned(), caller(n));
+                    map.insert(key.to_owned(), json!(names.own_caller(CallerId(n))));
                 }
             }
             if let Some(n) = map.get("tenant").and_then(Value::as_u64) {
-                map.insert("tenant".to_owned(), tenant(n));
+                map.insert("tenant".to_owned(), json!(names.own_tenant(TenantId(n))));
             }
-            let message = rename(
-                &rename(&reason.to_string(), "caller ", |n| match caller(n) {
-                    Value::String(s) => format!("caller `{s}`"),
-                    _ => "another caller".to_owned(),
-                }),
-                "tenant ",
-                |n| match tenant(n) {
-                    Value::String(s) => format!("tenant {s}"),
-                    _ => "another tenant".to_owned(),
-                },
-            );
-            map.insert("message".to_owned(), json!(message));
+            map.insert("message".to_owned(), json!(reason.describe(&names)));
         }
         v
     }
 }
 
-/// Replaces every `<prefix><number>` in `text` with `f(number)`.
-fn rename(text: &str, prefix: &str, f: impl Fn(u64) -> String) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(prefix) {
-        let after = &rest[i + prefix.len()..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        out.push_str(&rest[..i]);
-        match after[..digits].parse::<u64>() {
-            Ok(n) => out.push_str(&f(n)),
-            Err(_) => out.push_str(prefix),
+/// Names callers and tenants in a reason as one tenant may see them: its
+/// own by name, every other one anonymously.
+struct ViewerNames<'a> {
+    st: &'a State,
+    viewer: Option<Uuid>,
+}
+
+impl ViewerNames<'_> {
+    fn own_caller(&self, id: CallerId) -> Option<&str> {
+        match self.st.caller_names.get(&id) {
+            Some((t, name)) if Some(*t) == self.viewer => Some(name),
+            _ => None,
         }
-        rest = &after[digits..];
     }
-    out.push_str(rest);
-    out
+
+    fn own_tenant(&self, id: TenantId) -> Option<Uuid> {
+        self.st
+            .tenant_uuids
+            .get(&id)
+            .copied()
+            .filter(|t| Some(*t) == self.viewer)
+    }
+}
+
+impl hearth_pool::Names for ViewerNames<'_> {
+    fn caller(&self, id: CallerId) -> String {
+        self.own_caller(id).map_or_else(
+            || "another caller".to_owned(),
+            |name| format!("caller `{name}`"),
+        )
+    }
+
+    fn tenant(&self, id: TenantId) -> String {
+        self.own_tenant(id)
+            .map_or_else(|| "another tenant".to_owned(), |t| format!("tenant {t}"))
+    }
 }
 
 /// What to do once the state lock is released.
@@ -598,6 +598,10 @@ impl Scheduler {
         }
         // State changes reach the other replicas through the store.
         hub.start_announcing(db.clone());
+        // Job events (states, output lines) are written in batches, relaxed
+        // like the intermediate transitions: the durable commit of a job's
+        // end, which waits for them, makes them durable too.
+        hub.start_journal(relaxed.clone());
         let replica = leader::Replica::new();
         tracing::info!(replica_id = %replica.id, "replica id");
         Ok(Scheduler {
@@ -1631,9 +1635,12 @@ impl Scheduler {
                 let max = self.inner.settings.max_attempts as i32;
                 if hearth_store::job::requeue(db, self.epoch(), row.job_id, max).await? {
                     tracing::info!(job_id = %row.job_id, "re-queued a job whose pod was lost");
-                    self.inner
-                        .hub
-                        .state(row.job_id, row.tenant_id, hearth_core::State::Queued);
+                    self.inner.hub.state(
+                        self.epoch(),
+                        row.job_id,
+                        row.tenant_id,
+                        hearth_core::State::Queued,
+                    );
                 } else {
                     let mut conn = db.acquire().await?;
                     let f = run::lost(
@@ -1775,21 +1782,6 @@ fn devices(placement: &PoolPlacement, first: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_in_reason_texts_become_names() {
-        let f = |n: u64| {
-            if n == 1 {
-                "`a`".to_owned()
-            } else {
-                format!("<{n}>")
-            }
-        };
-        assert_eq!(
-            rename("caller 1 and caller 12, caller x", "caller ", f),
-            "`a` and <12>, caller x"
-        );
-    }
 
     #[test]
     fn reasons_show_only_the_viewers_own_callers() {

@@ -614,47 +614,67 @@ pub enum Reason {
     Recycled { from: CallerId, to: CallerId },
 }
 
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// How a reason's text names the callers and tenants it mentions.
+pub trait Names {
+    fn caller(&self, id: CallerId) -> String;
+    fn tenant(&self, id: TenantId) -> String;
+}
+
+/// Callers and tenants by number (`caller 3`), as the driver numbered them.
+#[derive(Debug, Clone, Copy)]
+pub struct ByNumber;
+
+impl Names for ByNumber {
+    fn caller(&self, id: CallerId) -> String {
+        id.to_string()
+    }
+    fn tenant(&self, id: TenantId) -> String {
+        id.to_string()
+    }
+}
+
+impl Reason {
+    /// The reason as a sentence, callers and tenants named by `names`.
+    pub fn describe(&self, names: &dyn Names) -> String {
         let s = |ms: &u64| *ms as f64 / 1000.0;
+        let c = |id: &CallerId| names.caller(*id);
         match self {
             Reason::WarmAffinity { caller, idle_ms } => {
-                write!(f, "{caller}'s own warm pod, idle {:.1} s", s(idle_ms))
+                format!("{}'s own warm pod, idle {:.1} s", c(caller), s(idle_ms))
             }
             Reason::StandbyHandover {
                 caller,
                 standby_left,
-            } => write!(
-                f,
-                "{caller} had no warm pod: standby promoted ({standby_left} left)"
+            } => format!(
+                "{} had no warm pod: standby promoted ({standby_left} left)",
+                c(caller)
             ),
             Reason::ColdStart { caller } => {
-                write!(f, "{caller} had no warm pod and no standby was free")
+                format!("{} had no warm pod and no standby was free", c(caller))
             }
             Reason::PodStarted { caller, waited_ms } => {
-                write!(
-                    f,
-                    "pod started for {caller}'s job is ready after {:.1} s",
+                format!(
+                    "pod started for {}'s job is ready after {:.1} s",
+                    c(caller),
                     s(waited_ms)
                 )
             }
-            Reason::FreshPerJob => f.write_str("fresh policy: a new pod per job"),
+            Reason::FreshPerJob => "fresh policy: a new pod per job".to_owned(),
             Reason::StandbyRefill { have, target } => {
-                write!(f, "standby below target ({have} of {target})")
+                format!("standby below target ({have} of {target})")
             }
-            Reason::FixedPool { size } => write!(f, "fixed pool of {size} pods"),
+            Reason::FixedPool { size } => format!("fixed pool of {size} pods"),
             Reason::KeepAliveExpired {
                 caller,
                 idle_ms,
                 keep_alive_ms,
-            } => write!(
-                f,
-                "{caller} quiet {:.1} s, past its keep-alive of {:.1} s",
+            } => format!(
+                "{} quiet {:.1} s, past its keep-alive of {:.1} s",
+                c(caller),
                 s(idle_ms),
                 s(keep_alive_ms)
             ),
-            Reason::OverBudget { held, budget } => write!(
-                f,
+            Reason::OverBudget { held, budget } => format!(
                 "warm plus standby hold {} shares, over the budget of {}; idle longest goes first",
                 held.0, budget.0
             ),
@@ -662,21 +682,32 @@ impl fmt::Display for Reason {
                 tenant,
                 held,
                 budget,
-            } => write!(
-                f,
-                "{tenant}'s warm pods hold {} shares, over its budget of {}",
-                held.0, budget.0
+            } => format!(
+                "{}'s warm pods hold {} shares, over its budget of {}",
+                names.tenant(*tenant),
+                held.0,
+                budget.0
             ),
-            Reason::MakeRoom { job } => write!(f, "idle pod released to make room for {job}"),
+            Reason::MakeRoom { job } => format!("idle pod released to make room for {job}"),
             Reason::StandbySurplus { have, target } => {
-                write!(f, "standby above target ({have} of {target})")
+                format!("standby above target ({have} of {target})")
             }
-            Reason::JobDone { job } => write!(f, "{job} done; fresh pods are not reused"),
-            Reason::NotNeeded => f.write_str("started pod no longer needed"),
+            Reason::JobDone { job } => format!("{job} done; fresh pods are not reused"),
+            Reason::NotNeeded => "started pod no longer needed".to_owned(),
             Reason::Recycled { from, to } => {
-                write!(f, "fixed pool full: {from}'s idle pod wiped for {to}")
+                format!(
+                    "fixed pool full: {}'s idle pod wiped for {}",
+                    c(from),
+                    c(to)
+                )
             }
         }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(&ByNumber))
     }
 }
 
