@@ -64,6 +64,7 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
                         spec: &spec,
                         idempotency_key: None,
                         request_hash: None,
+                        traceparent: None,
                     },
                 )
                 .await

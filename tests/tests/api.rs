@@ -626,12 +626,26 @@ async fn profiles_and_event_streams_match_the_served_document() {
         "string"
     );
     let description = events["description"].as_str().unwrap();
-    for name in ["`state`", "`output`", "`lagged`", "`done`"] {
+    for name in ["`state`", "`output`", "`done`", "`Last-Event-ID`"] {
         assert!(
             description.contains(name),
             "{name} undocumented: {description}"
         );
     }
+    // Resuming: the header, the query parameter for clients that cannot set
+    // one, and the answer when there is nothing left to resume.
+    let params: Vec<(&str, &str)> = doc["paths"]["/v1/jobs/{id}/events"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["in"].as_str().unwrap()))
+        .collect();
+    assert!(params.contains(&("Last-Event-ID", "header")), "{params:?}");
+    assert!(params.contains(&("after", "query")), "{params:?}");
+    assert!(
+        doc["paths"]["/v1/jobs/{id}/events"]["get"]["responses"]["204"].is_object(),
+        "204 undocumented"
+    );
     let (_, job) = app
         .submit(&t.key, &python_job("c", "print('hi')"), Some(60.0))
         .await;

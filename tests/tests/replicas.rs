@@ -1,7 +1,8 @@
 //! Replicas: real `hearth serve` processes sharing one database. Every job
 //! accepted through either replica reaches a final state; `wait`, event
 //! streams and cancels through the replica that does not lead end as soon as
-//! the job does; `/v1/pools` and `/metrics` say which replica leads; a new
+//! the job does, and its event streams carry the job's output lines live,
+//! with the ids the leader gives them; `/v1/pools` and `/metrics` say which replica leads; a new
 //! leader re-runs a job whose pods went with the old one, with the next
 //! attempt number; and SIGTERM shuts a replica down gracefully.
 //!
@@ -213,6 +214,43 @@ async fn read_events(resp: reqwest::Response) -> (Vec<(String, String)>, Result<
         }
     }
     (events, ended)
+}
+
+/// Server-sent events with their ids, `(id, event, data)`, read until the
+/// stream ends or `enough` says so.
+async fn events_with_ids(
+    resp: reqwest::Response,
+    enough: impl Fn(&[(i64, String, String)]) -> bool,
+) -> Vec<(i64, String, String)> {
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut events = Vec::new();
+    while !enough(&events) {
+        let Some(chunk) = body.next().await else {
+            break;
+        };
+        buf.push_str(&String::from_utf8_lossy(
+            &chunk.expect("the stream reads cleanly"),
+        ));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let (mut id, mut name, mut data) = (None, String::new(), String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().parse::<i64>().expect("integer ids"));
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    name = v.trim().to_owned();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data = v.trim().to_owned();
+                }
+            }
+            if !name.is_empty() {
+                events.push((id.expect("every event has an id"), name, data));
+            }
+        }
+    }
+    events
 }
 
 async fn store(db: &str) -> sqlx::PgPool {
@@ -503,4 +541,83 @@ async fn sigterm_lets_waits_and_streams_end_cleanly() {
     let (s, v) = svc.get(&key, &format!("/v1/jobs/{long}?wait=60")).await;
     assert_eq!((s, &v["state"]), (200, &json!("succeeded")), "{v}");
     assert_eq!(v["output"], json!({"attempt": "2"}), "{v}");
+}
+
+#[tokio::test]
+async fn a_follower_streams_output_lines_live_and_resumes_with_the_leaders_ids() {
+    let db = fresh_database_url();
+    let (a, b) = pair(&db).await;
+    let key = b.create_tenant("follower-events").await;
+    let script = "for i in 1 2 3 4 5 6; do echo line $i; sleep 0.4; done\n";
+    let (s, v) = b.post(&key, "/v1/jobs", &sh_job("f", script)).await;
+    assert_eq!(s, 202, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/jobs/{id}/events");
+    let outputs = |evs: &[(i64, String, String)]| evs.iter().filter(|e| e.1 == "output").count();
+
+    // Through the follower, from the start: its first lines arrive while the
+    // leader still runs it.
+    let resp = b
+        .http
+        .get(b.url(&path))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let first = tokio::time::timeout(
+        Duration::from_secs(60),
+        events_with_ids(resp, |evs| outputs(evs) >= 2),
+    )
+    .await
+    .expect("no output through the follower");
+    let (_, j) = b.get(&key, &format!("/v1/jobs/{id}")).await;
+    assert_eq!(j["state"], "running", "lines arrive live: {first:?}");
+    let first_s = t.elapsed().as_secs_f64();
+
+    // Hang up, and resume through the follower where it left off.
+    let last = first.last().unwrap().0;
+    let resp = b
+        .http
+        .get(b.url(&path))
+        .bearer_auth(&key)
+        .header("Last-Event-ID", last.to_string())
+        .send()
+        .await
+        .unwrap();
+    let rest = tokio::time::timeout(Duration::from_secs(60), events_with_ids(resp, |_| false))
+        .await
+        .expect("the follower's stream never ended");
+    assert_eq!(rest.last().map(|e| e.1.as_str()), Some("done"), "{rest:?}");
+    let mut joined = first.clone();
+    joined.extend(rest);
+    for w in joined.windows(2) {
+        assert!(w[0].0 < w[1].0, "ids increase strictly: {joined:?}");
+    }
+    let lines: Vec<String> = joined
+        .iter()
+        .filter(|e| e.1 == "output")
+        .map(|e| {
+            serde_json::from_str::<Value>(&e.2).unwrap()["line"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        (1..=6).map(|i| format!("line {i}")).collect::<Vec<_>>()
+    );
+
+    // The leader replays the very same events, ids included.
+    let resp = a
+        .http
+        .get(a.url(&path))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    let leader = events_with_ids(resp, |_| false).await;
+    assert_eq!(joined, leader);
+    println!("through the follower: the first two lines of a running job after {first_s:.2} s");
 }

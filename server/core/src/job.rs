@@ -125,8 +125,8 @@ impl Source {
     }
 }
 
-/// The job's code: inline files, or a bundle uploaded earlier.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+/// The job's code: inline files, or a bundle uploaded earlier. (Its OpenAPI
+/// schema is written out in [`crate::openapi`].)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {
@@ -147,6 +147,7 @@ impl Default for Code {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deps {
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::pip))]
     pub pip: Vec<String>,
 }
 
@@ -172,6 +173,9 @@ impl Deps {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {
+    /// Pods of the gang, at most 16 (and at most the profile's `max_pods`).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 16))]
+    #[serde(deserialize_with = "crate::whole::int")]
     pub pods: u32,
 }
 

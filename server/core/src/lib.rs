@@ -7,8 +7,11 @@
 
 pub mod agent;
 pub mod job;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod profile;
 pub mod validate;
+pub mod whole;
 
 pub use job::{Kind, Source, State};
 pub use profile::Profile;

@@ -19,29 +19,55 @@ pub const RESERVED_ENV: &[&str] = &[
     "MASTER_ADDR",
     "MASTER_PORT",
     "VIRTUAL_ENV",
+    // The attempt number (at-least-once runs) and the W3C trace context of
+    // the job's run span.
+    "HEARTH_ATTEMPT",
+    "TRACEPARENT",
 ];
 
 /// A job submission as it arrives on the wire (`POST /v1/jobs`). Only `kind`,
-/// `profile`, `caller` and `command` are required.
+/// `profile`, `caller` and `command` are required; only a rollout has a
+/// `topology`. The bounds are the service's default limits.
+// Its schema's constraint across fields: `crate::openapi::across_fields`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateJob {
     pub kind: Kind,
+    /// A profile of this service (`GET /v1/profiles`).
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, example = "cpu-small"))]
     pub profile: String,
+    /// Who submits (an agent, a trainer's worker): its jobs reuse its warm
+    /// pods. 1..=128 characters of `[A-Za-z0-9._:@/-]`, starting alphanumeric.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$",
+            max_length = 128,
+            example = "agent-7"
+        )
+    )]
     pub caller: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::command))]
     pub command: Vec<String>,
     #[serde(default)]
     pub code: Option<Code>,
     #[serde(default)]
     pub deps: Option<Deps>,
+    /// Any JSON value, given to the job on stdin and in `$HEARTH_INPUT`: at
+    /// most 1 MiB, its strings and keys without NUL.
     #[serde(default)]
     pub input: Option<serde_json::Value>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::env))]
     pub env: Option<BTreeMap<String, String>>,
-    #[serde(default)]
+    /// Seconds the job may run (default 60).
+    #[serde(default, deserialize_with = "crate::whole::option")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 3600))]
     pub timeout_s: Option<u32>,
-    #[serde(default)]
+    /// Higher runs first among queued jobs (default 0).
+    #[serde(default, deserialize_with = "crate::whole::option")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1000, maximum = 1000))]
     pub priority: Option<i32>,
     #[serde(default)]
     pub topology: Option<Topology>,
@@ -53,8 +79,11 @@ pub struct CreateJob {
 pub struct Limits {
     pub max_caller_len: usize,
     pub max_command_args: usize,
-    pub max_arg_bytes: usize,
+    /// Longest command argument, in characters (as JSON Schema's
+    /// `maxLength` counts).
+    pub max_arg_len: usize,
     pub max_files: usize,
+    /// Longest code file path, in characters.
     pub max_path_len: usize,
     pub max_code_bytes: usize,
     pub max_pip_packages: usize,
@@ -72,7 +101,7 @@ impl Default for Limits {
         Limits {
             max_caller_len: 128,
             max_command_args: 64,
-            max_arg_bytes: 4096,
+            max_arg_len: 4096,
             max_files: 256,
             max_path_len: 255,
             max_code_bytes: 4 << 20,
@@ -147,8 +176,8 @@ pub fn is_bundle_digest(digest: &str) -> bool {
 /// Checks a code file's relative path: no absolute paths, no `..`, no empty
 /// or hidden-control components.
 pub fn check_path(path: &str, max_len: usize) -> Result<(), &'static str> {
-    if path.is_empty() || path.len() > max_len {
-        return Err("path must be 1..=255 bytes");
+    if path.is_empty() || path.chars().count() > max_len {
+        return Err("path must be 1..=255 characters");
     }
     if path.starts_with('/') {
         return Err("path must be relative");
@@ -222,12 +251,12 @@ pub fn job<'p>(
         );
     }
     for (i, arg) in req.command.iter().enumerate() {
-        if arg.len() > limits.max_arg_bytes || arg.contains('\0') {
+        if arg.chars().count() > limits.max_arg_len || arg.contains('\0') {
             e.push(
                 format!("command[{i}]"),
                 format!(
-                    "must be at most {} bytes, without NUL",
-                    limits.max_arg_bytes
+                    "must be at most {} characters, without NUL",
+                    limits.max_arg_len
                 ),
             );
         }
@@ -432,6 +461,20 @@ mod tests {
                 "topology"
             ]
         );
+    }
+
+    #[test]
+    fn the_attempt_and_the_trace_context_are_hearths() {
+        let mut r = req();
+        r.env = Some(BTreeMap::from([
+            ("HEARTH_ATTEMPT".into(), "1".into()),
+            (
+                "TRACEPARENT".into(),
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+            ),
+            ("TRACESTATE_OF_MINE".into(), "x".into()),
+        ]));
+        assert_eq!(fields(r), ["env.HEARTH_ATTEMPT", "env.TRACEPARENT"]);
     }
 
     #[test]

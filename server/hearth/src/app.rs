@@ -143,6 +143,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
             job_output_bytes: config.job_output_bytes,
             pod_start_timeout: Duration::from_secs(config.pod_start_timeout_s),
             pools: config.pool_settings(gpus)?,
+            tracer: crate::telemetry::Tracer::current(),
         },
         metrics.clone(),
     )?;
@@ -207,14 +208,43 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-                tracing::info_span!(
-                    "request",
-                    method = %req.method(),
-                    path = %req.uri().path(),
-                    tenant = tracing::field::Empty,
-                )
-            }),
+            // A layer of the router runs after routing: the span knows the
+            // route its request matched.
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &axum::http::Request<_>| {
+                    let route = req
+                        .extensions()
+                        .get::<axum::extract::MatchedPath>()
+                        .map(axum::extract::MatchedPath::as_str);
+                    let name = match route {
+                        Some(r) => format!("{} {r}", req.method()),
+                        None => req.method().to_string(),
+                    };
+                    let span = tracing::info_span!(
+                        "request",
+                        method = %req.method(),
+                        path = %req.uri().path(),
+                        tenant = tracing::field::Empty,
+                        "otel.name" = name.as_str(),
+                        "otel.kind" = "server",
+                        "http.route" = route,
+                        "http.response.status_code" = tracing::field::Empty,
+                        "otel.status_code" = tracing::field::Empty,
+                    );
+                    crate::telemetry::continue_request(&span, req.headers());
+                    span
+                })
+                .on_response(
+                    |res: &axum::http::Response<_>, latency: Duration, span: &tracing::Span| {
+                        use tower_http::trace::OnResponse;
+                        span.record("http.response.status_code", res.status().as_u16());
+                        if res.status().is_server_error() {
+                            span.record("otel.status_code", "error");
+                        }
+                        tower_http::trace::DefaultOnResponse::default()
+                            .on_response(res, latency, span);
+                    },
+                ),
         )
         .layer(CatchPanicLayer::custom(crate::error::panic_response))
         .with_state(state)

@@ -220,16 +220,12 @@ pub enum TenantCommand {
 }
 
 /// Sets up logging to stderr (stdout stays for command output).
+/// Logs on stderr, without trace export; a subscriber already installed
+/// (a test's) is kept.
 pub fn init_tracing(format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
+    let off = crate::telemetry::Settings::default();
+    // Without export, installing cannot fail in a way that matters.
+    let _ = crate::telemetry::init(format, &off);
 }
 
 async fn tenant_by_name(
@@ -261,7 +257,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("database migrated");
         }
         Command::Serve(config) => {
-            init_tracing(config.log_format);
+            let telemetry = crate::telemetry::init(config.log_format, &config.telemetry)?;
             let grace = seconds("--shutdown-grace-s", config.shutdown_grace_s)?;
             let runtime = Arc::new(crate::app::local_runtime(&config)?);
             let running = crate::app::start(*config, runtime.clone()).await?;
@@ -286,6 +282,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             // Jobs still running are re-queued by the next start.
             let _ = hearth_runtime::Runtime::remove_orphans(&*runtime).await;
+            if let Err(e) = telemetry.shutdown().await {
+                tracing::warn!(error = %e, "spans not exported at shutdown");
+            }
             if lost_lease {
                 anyhow::bail!("the scheduler lost its lease (see the log); restart the service");
             }

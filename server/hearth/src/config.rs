@@ -159,9 +159,10 @@ pub struct Config {
     pub db_max_connections: u32,
 
     /// Of `--db-max-connections`, the pool that writes intermediate job
-    /// transitions (`assigned`, `running`) without waiting for the disk. The
-    /// rest, less the lease's one, is the main pool: requests, final job
-    /// states and the scheduler's listener for job changes.
+    /// transitions (`assigned`, `running`) and job events without waiting
+    /// for the disk. The rest, less the lease's one, is the main pool:
+    /// requests, final job states and the scheduler's listener for job
+    /// changes.
     #[arg(long, env = "HEARTH_DB_RELAXED_CONNECTIONS", default_value_t = 2)]
     pub db_relaxed_connections: u32,
 
@@ -264,6 +265,11 @@ pub struct Config {
     /// Control endpoint: event records kept per tenant for `/v1/control/stats`.
     #[arg(long, env = "HEARTH_CONTROL_RECORDS", default_value_t = 1_000_000)]
     pub control_records: usize,
+
+    /// OpenTelemetry trace export (the standard `OTEL_*` variables); off
+    /// without an endpoint. Last: its help heading holds for what follows.
+    #[command(flatten)]
+    pub telemetry: crate::telemetry::Settings,
 }
 
 impl Config {

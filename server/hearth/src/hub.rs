@@ -4,8 +4,10 @@
 //!
 //! A job's channel exists only while someone watches it ([`Hub::watch`]) and
 //! goes with its last watcher, so a replica keeps nothing for the jobs nobody
-//! watches. The scheduler publishes what happens to the jobs it runs (states,
-//! output lines, the final row). Every state change is also announced on the
+//! watches. The scheduler hands over what happens to the jobs it runs (states
+//! and output lines, which the [`journal`] writes to the store and then
+//! publishes with their ids; the final row, published at once). Every state
+//! change is also announced on the
 //! store's notification channel ([`hearth_store::job::CHANNEL`]); each
 //! replica's listener hands what it hears to [`Hub::stored`], which wakes that
 //! job's watchers there. Watchers then read the job row again, so a lost
@@ -18,13 +20,18 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use std::time::Duration;
+
 use hearth_core::State;
 use hearth_core::agent::Stream;
 use hearth_store::job::{Change, JobRow};
+use hearth_store::job_event::{Body, NewJobEvent};
 use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 use uuid::Uuid;
+
+mod journal;
 
 /// Events buffered per watcher before a slow one starts missing events.
 const CAPACITY: usize = 1024;
@@ -34,15 +41,13 @@ const ANNOUNCE_CAPACITY: usize = 65_536;
 /// Notifications per announcing statement.
 const ANNOUNCE_BATCH: usize = 512;
 
+/// How long a job's end waits for its events to be written.
+const FLUSH_LIMIT: Duration = Duration::from_secs(10);
+
 #[derive(Debug, Clone)]
 pub enum JobEvent {
-    /// A state this process recorded.
-    State(State),
-    Line {
-        stream: Stream,
-        rank: u32,
-        line: String,
-    },
+    /// A state or output line this process handed over, once stored.
+    Logged(Arc<Logged>),
     /// The job reached its final state here. Last event of a job.
     Done(Arc<JobRow>),
     /// The store says the job changed (to this state, when known): read the
@@ -50,11 +55,19 @@ pub enum JobEvent {
     Stored(Option<State>),
 }
 
+/// A stored event of a job: `seq` is its id in the job's event stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logged {
+    pub seq: i64,
+    pub body: Body,
+}
+
 /// What woke a [`Watch`].
 #[derive(Debug)]
 pub enum Wake {
     Event(JobEvent),
-    /// The watcher fell behind and missed this many events: read the row again.
+    /// The watcher fell behind and missed this many events: read the job
+    /// (and its stored events) again.
     Missed(u64),
     /// The time given to [`Watch::next`] passed.
     Timeout,
@@ -67,6 +80,7 @@ pub struct Hub {
     channels: Mutex<HashMap<Uuid, broadcast::Sender<JobEvent>>>,
     closing: watch::Sender<bool>,
     announcer: OnceLock<mpsc::Sender<Change>>,
+    journal: OnceLock<journal::Journal>,
     dropped: AtomicU64,
 }
 
@@ -76,6 +90,7 @@ impl Default for Hub {
             channels: Mutex::default(),
             closing: watch::channel(false).0,
             announcer: OnceLock::new(),
+            journal: OnceLock::new(),
             dropped: AtomicU64::new(0),
         }
     }
@@ -94,6 +109,15 @@ impl Hub {
         if self.announcer.set(tx).is_ok() {
             tokio::spawn(announce(db, rx));
         }
+    }
+
+    /// Starts writing the job events handed over ([`Hub::state`],
+    /// [`Hub::line`]) to the store through `db`, in batches off every job's
+    /// path; they reach watchers once written. Until then they are only
+    /// announced (states) or dropped (lines); a second call changes nothing.
+    pub fn start_journal(self: &Arc<Self>, db: PgPool) {
+        self.journal
+            .get_or_init(|| journal::Journal::start(Arc::downgrade(self), db));
     }
 
     /// Watches a job: events published from now on reach the returned
@@ -126,16 +150,63 @@ impl Hub {
         }
     }
 
-    /// A state this process recorded for a job: its watchers here hear it at
-    /// once, the other replicas through the store.
-    pub fn state(&self, job_id: Uuid, tenant_id: Uuid, state: State) {
-        self.publish(job_id, JobEvent::State(state));
-        self.announce(Change {
-            job_id,
+    /// A state the scheduler of leadership `epoch` recorded for a job (not a
+    /// final one: see [`Hub::done`]): once it is among the job's stored
+    /// events, its watchers here hear it and the other replicas are told.
+    pub fn state(&self, epoch: i64, job_id: Uuid, tenant_id: Uuid, state: State) {
+        let Some(journal) = self.journal.get() else {
+            self.announce(Change {
+                job_id,
+                tenant_id,
+                state: state.as_str().to_owned(),
+                cancel_requested: false,
+            });
+            return;
+        };
+        journal.send(NewJobEvent {
             tenant_id,
-            state: state.as_str().to_owned(),
-            cancel_requested: false,
+            job_id,
+            epoch,
+            body: Body::State(state),
         });
+    }
+
+    /// A line a job printed, as the scheduler of leadership `epoch` received
+    /// it: stored among the job's events, then heard by its watchers here and
+    /// announced. The caller bounds what it hands over (the log limit).
+    pub fn line(
+        &self,
+        epoch: i64,
+        job_id: Uuid,
+        tenant_id: Uuid,
+        stream: Stream,
+        rank: u32,
+        line: String,
+    ) {
+        if let Some(journal) = self.journal.get() {
+            journal.send(NewJobEvent {
+                tenant_id,
+                job_id,
+                epoch,
+                body: Body::Output {
+                    stream,
+                    rank: i32::try_from(rank).unwrap_or(i32::MAX),
+                    line,
+                },
+            });
+        }
+    }
+
+    /// Waits until every event handed over so far is stored (at most a few
+    /// seconds: a job's end is not held up for long by a store that refuses
+    /// its events). Call it before recording a job's end, so that whoever
+    /// sees the end finds all its events.
+    pub async fn flush(&self) {
+        if let Some(journal) = self.journal.get()
+            && !journal.flush(FLUSH_LIMIT).await
+        {
+            tracing::warn!("job events not written in time; a job's end is recorded before them");
+        }
     }
 
     /// The final row of a job, as this process recorded it.
@@ -257,8 +328,8 @@ mod tests {
         let hub = Arc::new(Hub::default());
         let job = Uuid::now_v7();
         // Nobody watches: publishing keeps nothing.
-        hub.publish(job, JobEvent::State(State::Running));
-        hub.state(job, Uuid::now_v7(), State::Running);
+        hub.publish(job, JobEvent::Stored(Some(State::Running)));
+        hub.state(1, job, Uuid::now_v7(), State::Running);
         hub.stored(job, Some(State::Running));
         assert_eq!(hub.watched(), 0);
 

@@ -5,7 +5,7 @@
 //! [`http`] (one module per resource), [`auth`] (API keys, JWTs, admin token),
 //! [`scheduler`] (drives the pool policy, runs jobs), [`hub`] (live job events),
 //! [`control`] (the ready-cohort control engine), [`metrics`] (Prometheus),
-//! [`error`] (the HTTP error table).
+//! [`telemetry`] (OpenTelemetry traces), [`error`] (the HTTP error table).
 
 pub mod app;
 pub mod auth;
@@ -17,6 +17,7 @@ pub mod http;
 pub mod hub;
 pub mod metrics;
 pub mod scheduler;
+pub mod telemetry;
 
 pub use app::{AppState, Running, start};
 pub use config::Config;

@@ -1,17 +1,22 @@
-//! Prometheus metrics, written by hand in the text exposition format
-//! (version 0.0.4) at `GET /metrics`.
+//! Prometheus metrics at `GET /metrics`, kept and encoded by the Prometheus
+//! project's Rust client (`prometheus-client`).
 //!
 //! Counters and histograms of jobs live here; gauges of the pools (pods,
 //! budget, queue) and the integrated GPU-seconds are read from the scheduler
 //! when the metrics are scraped. Only the leading replica has pools: the
 //! others report `hearth_leader 0` and no pool series. This module does no I/O.
 //!
+//! Two encodings ([`Format`]): OpenMetrics 1.0 text when the scraper's
+//! `Accept` asks for it (Prometheus does, so that it can take exemplars),
+//! else the classic Prometheus text format 0.0.4. Both come from the client
+//! library's own encoders; the classic one has no exemplars.
+//!
 //! Catalogue:
 //!
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
 //! | `hearth_jobs_started_total` | counter | `profile`, `source` | jobs whose pods were all bound, by where their pods came from (`warm`, `standby`, `cold`) |
-//! | `hearth_job_start_seconds` | histogram | `profile`, `source` | start latency: queued + acquire + bind, as the job records them |
+//! | `hearth_job_start_seconds` | histogram | `profile`, `source` | start latency: queued + acquire + bind, as the job records them; each bucket's exemplar carries the `trace_id` of the latest job in it that was submitted in a sampled trace |
 //! | `hearth_jobs_finished_total` | counter | `profile`, `state` | jobs that reached a final state (`succeeded`, `failed`, `timed_out`, `cancelled`) |
 //! | `hearth_pods` | gauge | `profile`, `state` | pods by state (`starting`, `standby`, `warm`, `reserved`, `active`, `draining`) |
 //! | `hearth_gpu_seconds_held_total` | counter | `profile`, `state` | GPU-seconds held by pods, by what held them (`active`, `warm`, `standby`, `draining`); warm plus standby is GPU time held idle |
@@ -19,50 +24,108 @@
 //! | `hearth_queue_depth` | gauge | `profile` | jobs accepted and waiting for pods |
 //! | `hearth_leader` | gauge | | 1 on the replica that schedules (holds the lease), else 0; the pool series come from it alone |
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
 
 use hearth_core::Source;
+use opentelemetry::trace::TraceId;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::exemplar::HistogramWithExemplars;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
 
 /// Upper bounds of the start-latency buckets, in seconds.
 const BUCKETS: [f64; 16] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 ];
 
-#[derive(Debug, Clone, Default)]
-struct Histogram {
-    /// Per bucket (not cumulative); the last entry is `+Inf`.
-    counts: [u64; BUCKETS.len() + 1],
-    sum: f64,
-    count: u64,
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BySource {
+    profile: String,
+    source: &'static str,
 }
 
-impl Histogram {
-    fn observe(&mut self, v: f64) {
-        let i = BUCKETS
-            .iter()
-            .position(|&b| v <= b)
-            .unwrap_or(BUCKETS.len());
-        self.counts[i] += 1;
-        self.sum += v;
-        self.count += 1;
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ByState {
+    profile: String,
+    state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ByProfile {
+    profile: String,
+}
+
+/// An exemplar's labels: the trace a latency came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct Trace {
+    trace_id: String,
+}
+
+type StartHistogram = HistogramWithExemplars<Trace>;
+
+/// How `/metrics` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0 text, with exemplars.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4 (no exemplars).
+    Prometheus,
+}
+
+impl Format {
+    /// OpenMetrics when an `Accept` header lists it, else the classic text.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let wants_openmetrics = accept.is_some_and(|a| {
+            a.split(',').any(|part| {
+                let mut params = part.split(';').map(str::trim);
+                let media = params.next().unwrap_or_default();
+                let refused = params.any(|p| {
+                    p.strip_prefix("q=")
+                        .and_then(|q| q.parse::<f64>().ok())
+                        .is_some_and(|q| q <= 0.0)
+                });
+                media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+            })
+        });
+        if wants_openmetrics {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Prometheus => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        }
     }
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    started: BTreeMap<(String, &'static str), u64>,
-    start_seconds: BTreeMap<(String, &'static str), Histogram>,
-    finished: BTreeMap<(String, String), u64>,
+/// The job metrics; cheap to update (atomics, and a short lock the first
+/// time a label set is seen).
+#[derive(Debug)]
+pub struct Metrics {
+    started: Family<BySource, Counter>,
+    start_seconds: Family<BySource, StartHistogram, fn() -> StartHistogram>,
+    finished: Family<ByState, Counter>,
+    leader: Gauge,
 }
 
-/// The job counters; cheap to update (one short lock).
-#[derive(Debug, Default)]
-pub struct Metrics {
-    counters: Mutex<Counters>,
-    leader: AtomicBool,
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            started: Family::default(),
+            start_seconds: Family::new_with_constructor(|| {
+                HistogramWithExemplars::new(BUCKETS.into_iter())
+            }),
+            finished: Family::default(),
+            leader: Gauge::default(),
+        }
+    }
 }
 
 /// Gauges of one pool at scrape time.
@@ -78,169 +141,116 @@ pub struct PoolGauges {
 }
 
 impl Metrics {
-    fn counters(&self) -> std::sync::MutexGuard<'_, Counters> {
-        self.counters.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A job's pods are all bound; `start_s` is queued + acquire + bind.
-    pub fn job_started(&self, profile: &str, source: Source, start_s: f64) {
-        let mut c = self.counters();
-        let key = (profile.to_owned(), source.as_str());
-        *c.started.entry(key.clone()).or_default() += 1;
-        c.start_seconds.entry(key).or_default().observe(start_s);
+    /// A job's pods are all bound; `start_s` is queued + acquire + bind;
+    /// `trace` the trace the job was submitted in, if it was sampled (the
+    /// exemplar of the latency's bucket).
+    pub fn job_started(&self, profile: &str, source: Source, start_s: f64, trace: Option<TraceId>) {
+        let labels = BySource {
+            profile: profile.to_owned(),
+            source: source.as_str(),
+        };
+        self.started.get_or_create(&labels).inc();
+        let exemplar = trace.map(|t| Trace {
+            trace_id: format!("{t:032x}"),
+        });
+        let at = exemplar.as_ref().map(|_| SystemTime::now());
+        self.start_seconds
+            .get_or_create(&labels)
+            .observe(start_s, exemplar, at);
     }
 
     /// This replica took the lease (`true`) or let it go.
     pub fn set_leader(&self, leader: bool) {
-        self.leader.store(leader, Ordering::Relaxed);
+        self.leader.set(i64::from(leader));
     }
 
     /// A job reached its final `state`.
     pub fn job_finished(&self, profile: &str, state: &str) {
-        *self
-            .counters()
-            .finished
-            .entry((profile.to_owned(), state.to_owned()))
-            .or_default() += 1;
+        self.finished
+            .get_or_create(&ByState {
+                profile: profile.to_owned(),
+                state: state.to_owned(),
+            })
+            .inc();
     }
 
-    /// The exposition text, with the pools' gauges.
-    pub fn render(&self, pools: &[PoolGauges]) -> String {
-        let c = self.counters();
+    /// The exposition in `format`, with the pools' gauges.
+    pub fn render(&self, pools: &[PoolGauges], format: Format) -> String {
+        let registry = self.registry(pools);
         let mut out = String::new();
-        let w = &mut out;
-        header(
-            w,
-            "hearth_jobs_started_total",
-            "counter",
-            "Jobs whose pods were all bound, by where the pods came from.",
-        );
-        for ((profile, source), n) in &c.started {
-            let _ = writeln!(
-                w,
-                "hearth_jobs_started_total{{profile=\"{}\",source=\"{source}\"}} {n}",
-                esc(profile)
-            );
-        }
-        header(
-            w,
-            "hearth_job_start_seconds",
-            "histogram",
-            "Start latency (queued + acquire + bind) by source.",
-        );
-        for ((profile, source), h) in &c.start_seconds {
-            let labels = format!("profile=\"{}\",source=\"{source}\"", esc(profile));
-            let mut cumulative = 0;
-            for (i, n) in h.counts.iter().enumerate() {
-                cumulative += n;
-                let le = BUCKETS
-                    .get(i)
-                    .map_or_else(|| "+Inf".to_owned(), |b| b.to_string());
-                let _ = writeln!(
-                    w,
-                    "hearth_job_start_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}"
-                );
+        let written = match format {
+            Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+            Format::Prometheus => {
+                prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
             }
-            let _ = writeln!(w, "hearth_job_start_seconds_sum{{{labels}}} {}", num(h.sum));
-            let _ = writeln!(w, "hearth_job_start_seconds_count{{{labels}}} {}", h.count);
-        }
-        header(
-            w,
-            "hearth_jobs_finished_total",
-            "counter",
-            "Jobs that reached a final state.",
-        );
-        for ((profile, state), n) in &c.finished {
-            let _ = writeln!(
-                w,
-                "hearth_jobs_finished_total{{profile=\"{}\",state=\"{}\"}} {n}",
-                esc(profile),
-                esc(state)
-            );
-        }
-        header(w, "hearth_pods", "gauge", "Pods by state.");
-        for p in pools {
-            for (state, n) in &p.pods {
-                let _ = writeln!(
-                    w,
-                    "hearth_pods{{profile=\"{}\",state=\"{state}\"}} {n}",
-                    esc(&p.profile)
-                );
-            }
-        }
-        header(
-            w,
-            "hearth_gpu_seconds_held_total",
-            "counter",
-            "GPU-seconds held by pods, by pod state.",
-        );
-        for p in pools {
-            for (state, s) in &p.gpu_seconds {
-                let _ = writeln!(
-                    w,
-                    "hearth_gpu_seconds_held_total{{profile=\"{}\",state=\"{state}\"}} {}",
-                    esc(&p.profile),
-                    num(*s)
-                );
-            }
-        }
-        header(
-            w,
-            "hearth_pool_budget_gpus",
-            "gauge",
-            "Budget on GPUs held by warm plus standby pods.",
-        );
-        for p in pools {
-            if let Some(b) = p.budget_gpus {
-                let _ = writeln!(
-                    w,
-                    "hearth_pool_budget_gpus{{profile=\"{}\"}} {}",
-                    esc(&p.profile),
-                    num(b)
-                );
-            }
-        }
-        header(w, "hearth_queue_depth", "gauge", "Jobs waiting for pods.");
-        for p in pools {
-            let _ = writeln!(
-                w,
-                "hearth_queue_depth{{profile=\"{}\"}} {}",
-                esc(&p.profile),
-                p.queue_depth
-            );
-        }
-        header(
-            w,
-            "hearth_leader",
-            "gauge",
-            "1 on the replica that schedules jobs and holds the pools, else 0.",
-        );
-        let _ = writeln!(
-            w,
-            "hearth_leader {}",
-            u8::from(self.leader.load(Ordering::Relaxed))
-        );
+        };
+        // Writing to a String cannot fail.
+        debug_assert!(written.is_ok());
         out
     }
-}
 
-fn header(w: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(w, "# HELP {name} {help}");
-    let _ = writeln!(w, "# TYPE {name} {kind}");
-}
-
-/// A label value, escaped as the exposition format asks.
-fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        v.to_string()
-    } else {
-        "0".to_owned()
+    /// Every series, the pools' as they stand now. Help texts get a final
+    /// period from the encoder.
+    fn registry(&self, pools: &[PoolGauges]) -> Registry {
+        let mut r = Registry::default();
+        r.register(
+            "hearth_jobs_started",
+            "Jobs whose pods were all bound, by where the pods came from",
+            self.started.clone(),
+        );
+        r.register_with_unit(
+            "hearth_job_start",
+            "Start latency (queued + acquire + bind) by source",
+            Unit::Seconds,
+            self.start_seconds.clone(),
+        );
+        r.register(
+            "hearth_jobs_finished",
+            "Jobs that reached a final state",
+            self.finished.clone(),
+        );
+        let pods = Family::<ByState, Gauge>::default();
+        let held = Family::<ByState, Counter<f64, AtomicU64>>::default();
+        let budget = Family::<ByProfile, Gauge<f64, AtomicU64>>::default();
+        let queue = Family::<ByProfile, Gauge>::default();
+        for p in pools {
+            let by_state = |state: &str| ByState {
+                profile: p.profile.clone(),
+                state: state.to_owned(),
+            };
+            for (state, n) in &p.pods {
+                pods.get_or_create(&by_state(state)).set(i64::from(*n));
+            }
+            for (state, s) in &p.gpu_seconds {
+                held.get_or_create(&by_state(state))
+                    .inc_by(if s.is_finite() { *s } else { 0.0 });
+            }
+            let profile = ByProfile {
+                profile: p.profile.clone(),
+            };
+            if let Some(b) = p.budget_gpus.filter(|b| b.is_finite()) {
+                budget.get_or_create(&profile).set(b);
+            }
+            queue.get_or_create(&profile).set(i64::from(p.queue_depth));
+        }
+        r.register("hearth_pods", "Pods by state", pods);
+        r.register(
+            "hearth_gpu_seconds_held",
+            "GPU-seconds held by pods, by pod state",
+            held,
+        );
+        r.register(
+            "hearth_pool_budget_gpus",
+            "Budget on GPUs held by warm plus standby pods",
+            budget,
+        );
+        r.register("hearth_queue_depth", "Jobs waiting for pods", queue);
+        r.register(
+            "hearth_leader",
+            "1 on the replica that schedules jobs and holds the pools, else 0",
+            self.leader.clone(),
+        );
+        r
     }
 }
 
@@ -248,60 +258,114 @@ fn num(v: f64) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn histograms_are_cumulative_and_labels_escaped() {
-        let m = Metrics::default();
-        m.job_started("cpu-small", Source::Warm, 0.0007);
-        m.job_started("cpu-small", Source::Warm, 0.3);
-        m.job_started("cpu-small", Source::Cold, 400.0);
-        m.job_finished("cpu-small", "succeeded");
-        let text = m.render(&[PoolGauges {
+    fn pools() -> Vec<PoolGauges> {
+        vec![PoolGauges {
             profile: "a\"b".to_owned(),
             pods: vec![("warm", 2)],
             gpu_seconds: vec![("standby", 1.5)],
             budget_gpus: Some(2.0),
             queue_depth: 3,
-        }]);
+        }]
+    }
+
+    #[test]
+    fn the_classic_text_keeps_the_catalogue() {
+        let m = Metrics::default();
+        m.job_started("cpu-small", Source::Warm, 0.0007, None);
+        m.job_started("cpu-small", Source::Warm, 0.3, Some(TraceId::from(7)));
+        m.job_started("cpu-small", Source::Cold, 400.0, None);
+        m.job_finished("cpu-small", "succeeded");
+        let text = m.render(&pools(), Format::Prometheus);
+        for expected in [
+            "# HELP hearth_jobs_started_total Jobs whose pods were all bound, by where the pods came from.\n",
+            "# TYPE hearth_jobs_started_total counter\n",
+            "hearth_jobs_started_total{profile=\"cpu-small\",source=\"warm\"} 2\n",
+            "# HELP hearth_job_start_seconds Start latency (queued + acquire + bind) by source.\n",
+            "# TYPE hearth_job_start_seconds histogram\n",
+            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"warm\",le=\"0.001\"} 1\n",
+            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"warm\",le=\"0.5\"} 2\n",
+            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"cold\",le=\"120\"} 0\n",
+            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"cold\",le=\"+Inf\"} 1\n",
+            "hearth_job_start_seconds_count{profile=\"cpu-small\",source=\"cold\"} 1\n",
+            "# TYPE hearth_jobs_finished_total counter\n",
+            "hearth_jobs_finished_total{profile=\"cpu-small\",state=\"succeeded\"} 1\n",
+            "# TYPE hearth_pods gauge\n",
+            "hearth_pods{profile=\"a\\\"b\",state=\"warm\"} 2\n",
+            "# TYPE hearth_gpu_seconds_held_total counter\n",
+            "hearth_gpu_seconds_held_total{profile=\"a\\\"b\",state=\"standby\"} 1.5\n",
+            "# HELP hearth_pool_budget_gpus Budget on GPUs held by warm plus standby pods.\n",
+            "hearth_pool_budget_gpus{profile=\"a\\\"b\"} 2",
+            "hearth_queue_depth{profile=\"a\\\"b\"} 3\n",
+            "# TYPE hearth_leader gauge\n",
+            "\nhearth_leader 0\n",
+        ] {
+            assert!(text.contains(expected), "{expected:?} missing from\n{text}");
+        }
+        assert!(!text.contains("# EOF"), "not OpenMetrics");
         assert!(
-            text.contains("hearth_jobs_started_total{profile=\"cpu-small\",source=\"warm\"} 2")
+            !text.contains("trace_id"),
+            "no exemplars in the classic text"
         );
-        assert!(text.contains(
-            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"warm\",le=\"0.001\"} 1"
-        ));
-        assert!(text.contains(
-            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"warm\",le=\"0.5\"} 2"
-        ));
-        assert!(text.contains(
-            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"cold\",le=\"120\"} 0"
-        ));
-        assert!(text.contains(
-            "hearth_job_start_seconds_bucket{profile=\"cpu-small\",source=\"cold\",le=\"+Inf\"} 1"
-        ));
-        assert!(
-            text.contains(
-                "hearth_job_start_seconds_count{profile=\"cpu-small\",source=\"cold\"} 1"
-            )
-        );
-        assert!(
-            text.contains(
-                "hearth_jobs_finished_total{profile=\"cpu-small\",state=\"succeeded\"} 1"
-            )
-        );
-        assert!(text.contains("hearth_pods{profile=\"a\\\"b\",state=\"warm\"} 2"));
-        assert!(
-            text.contains(
-                "hearth_gpu_seconds_held_total{profile=\"a\\\"b\",state=\"standby\"} 1.5"
-            )
-        );
-        assert!(text.contains("hearth_pool_budget_gpus{profile=\"a\\\"b\"} 2"));
-        assert!(text.contains("hearth_queue_depth{profile=\"a\\\"b\"} 3"));
-        assert!(text.contains("\nhearth_leader 0\n"));
         m.set_leader(true);
-        assert!(m.render(&[]).contains("\nhearth_leader 1\n"));
+        assert!(
+            m.render(&[], Format::Prometheus)
+                .contains("\nhearth_leader 1\n")
+        );
         // Every sample line is `name{labels} value`.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (_, value) = line.rsplit_once(' ').unwrap();
             value.parse::<f64>().unwrap();
         }
+    }
+
+    #[test]
+    fn openmetrics_carries_the_trace_as_an_exemplar() {
+        let m = Metrics::default();
+        let trace = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+        m.job_started("cpu-small", Source::Standby, 0.3, Some(trace));
+        m.job_started("cpu-small", Source::Standby, 0.0001, None);
+        let text = m.render(&pools(), Format::OpenMetrics);
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(text.contains("# UNIT hearth_job_start_seconds seconds\n"));
+        assert!(text.contains("# TYPE hearth_jobs_started counter\n"));
+        let bucket = text
+            .lines()
+            .find(|l| {
+                l.starts_with(
+                    "hearth_job_start_seconds_bucket{le=\"0.5\",profile=\"cpu-small\",source=\"standby\"}",
+                )
+            })
+            .unwrap();
+        assert!(
+            bucket.contains(" # {trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"} 0.3"),
+            "{bucket}"
+        );
+        // A bucket whose latest job had no sampled trace has no exemplar.
+        let fast = text
+            .lines()
+            .find(|l| l.contains("{le=\"0.001\",profile=\"cpu-small\",source=\"standby\"}"))
+            .unwrap();
+        assert!(!fast.contains('#'), "{fast}");
+    }
+
+    #[test]
+    fn openmetrics_only_when_asked_for() {
+        assert_eq!(Format::negotiate(None), Format::Prometheus);
+        assert_eq!(Format::negotiate(Some("*/*")), Format::Prometheus);
+        assert_eq!(
+            Format::negotiate(Some("text/plain;version=0.0.4;q=0.3,*/*;q=0.2")),
+            Format::Prometheus
+        );
+        // What Prometheus sends.
+        assert_eq!(
+            Format::negotiate(Some(
+                "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+            )),
+            Format::OpenMetrics
+        );
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text;q=0")),
+            Format::Prometheus
+        );
     }
 }

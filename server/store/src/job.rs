@@ -40,6 +40,8 @@ pub struct JobRow {
     pub bind_ms: Option<f64>,
     pub run_ms: Option<f64>,
     pub total_ms: Option<f64>,
+    /// The W3C `traceparent` the job was accepted in, if any.
+    pub traceparent: Option<String>,
 }
 
 /// A job to insert in state `queued`.
@@ -55,6 +57,8 @@ pub struct NewJob<'a> {
     pub idempotency_key: Option<&'a str>,
     /// Hash of the request body, compared when the idempotency key repeats.
     pub request_hash: Option<&'a str>,
+    /// The W3C `traceparent` the job's spans and processes continue.
+    pub traceparent: Option<&'a str>,
 }
 
 /// What [`insert`] did.
@@ -73,8 +77,8 @@ pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted>
     let inserted = sqlx::query_as!(
         JobRow,
         "insert into job (job_id, tenant_id, kind, profile, caller, state, priority, spec,
-                          idempotency_key, request_hash)
-         values ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9)
+                          idempotency_key, request_hash, traceparent)
+         values ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10)
          on conflict on constraint job_idempotency_key_unique do nothing
          returning *",
         job.job_id,
@@ -86,6 +90,7 @@ pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted>
         job.spec,
         job.idempotency_key,
         job.request_hash,
+        job.traceparent,
     )
     .fetch_optional(&mut *db)
     .await?;

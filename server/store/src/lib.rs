@@ -17,6 +17,7 @@ pub mod budget;
 pub mod bundle;
 pub mod control;
 pub mod job;
+pub mod job_event;
 pub mod leadership;
 pub mod pod_event;
 pub mod tenant;

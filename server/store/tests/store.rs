@@ -62,6 +62,7 @@ fn new_job<'a>(
         spec,
         idempotency_key: key,
         request_hash: hash,
+        traceparent: None,
     }
 }
 
@@ -147,6 +148,46 @@ async fn idempotent_insert(db: PgPool) {
         .unwrap(),
         Inserted::New(_)
     ));
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn the_trace_context_is_stored_with_the_job(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({"x": 1});
+    let mut conn = db.acquire().await.unwrap();
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let Inserted::New(row) = job::insert(
+        &mut conn,
+        &NewJob {
+            traceparent: Some(tp),
+            ..new_job(t.tenant_id, &spec, None, None)
+        },
+    )
+    .await
+    .unwrap() else {
+        panic!("a new job");
+    };
+    assert_eq!(row.traceparent.as_deref(), Some(tp));
+    let read = job::get(&db, t.tenant_id, row.job_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.traceparent.as_deref(), Some(tp));
+    let plain = job::insert(&mut conn, &new_job(t.tenant_id, &spec, None, None))
+        .await
+        .unwrap();
+    assert!(matches!(plain, Inserted::New(r) if r.traceparent.is_none()));
+    // Only a version-00 context, as the service writes it.
+    let garbage = job::insert(
+        &mut conn,
+        &NewJob {
+            traceparent: Some("not a traceparent"),
+            ..new_job(t.tenant_id, &spec, None, None)
+        },
+    )
+    .await;
+    assert!(garbage.is_err());
 }
 
 #[sqlx::test(migrations = "../../migrations")]
@@ -423,4 +464,94 @@ async fn a_stale_leaders_writes_are_refused(db: PgPool) {
         .unwrap()
         .unwrap();
     assert_eq!(done.state, "succeeded");
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn job_events_are_numbered_per_job_in_order(db: PgPool) {
+    use hearth_core::State;
+    use hearth_core::agent::Stream;
+    use hearth_store::job_event::{self, Body, JobEventRow, NewJobEvent};
+
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let other = tenant::create(&db, "other").await.unwrap();
+    let epoch = leadership::take_over(&db, "replica-a").await.unwrap();
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let event = |job_id, epoch, body: &Body| NewJobEvent {
+        tenant_id: t.tenant_id,
+        job_id,
+        epoch,
+        body: body.clone(),
+    };
+    let line = |line: &str| Body::Output {
+        stream: Stream::Stdout,
+        rank: 0,
+        line: line.to_owned(),
+    };
+    let assigned = Body::State(State::Assigned);
+    // Two jobs' events interleaved in one batch: each job counts from 1.
+    let firsts = job_event::append(
+        &db,
+        &[
+            event(a, epoch, &assigned),
+            event(b, epoch, &assigned),
+            event(a, epoch, &line("a1")),
+            event(a, epoch, &line("a2")),
+            event(b, epoch, &line("b1")),
+        ],
+    )
+    .await
+    .unwrap();
+    let mut firsts = firsts;
+    firsts.sort();
+    let mut expected = vec![(a, 1), (b, 1)];
+    expected.sort();
+    assert_eq!(firsts, expected);
+    // The next batch goes on from there.
+    let firsts = job_event::append(&db, &[event(a, epoch, &line("a3"))])
+        .await
+        .unwrap();
+    assert_eq!(firsts, vec![(a, 4)]);
+    let all = job_event::after(&db, t.tenant_id, a, 0, 100).await.unwrap();
+    let row = |seq, body: Body| JobEventRow { seq, body };
+    assert_eq!(
+        all,
+        vec![
+            row(1, assigned.clone()),
+            row(2, line("a1")),
+            row(3, line("a2")),
+            row(4, line("a3")),
+        ]
+    );
+    assert_eq!(
+        job_event::after(&db, t.tenant_id, a, 2, 1).await.unwrap(),
+        vec![row(3, line("a2"))]
+    );
+    assert_eq!(job_event::last(&db, t.tenant_id, a).await.unwrap(), 4);
+    assert_eq!(job_event::last(&db, t.tenant_id, b).await.unwrap(), 2);
+    // Only the job's tenant reads them.
+    assert!(
+        job_event::after(&db, other.tenant_id, a, 0, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(job_event::last(&db, other.tenant_id, a).await.unwrap(), 0);
+
+    // A stale leader's events are not written, and take no number.
+    let new = leadership::take_over(&db, "replica-b").await.unwrap();
+    let firsts = job_event::append(
+        &db,
+        &[event(a, epoch, &line("stale")), event(a, new, &line("a4"))],
+    )
+    .await
+    .unwrap();
+    assert_eq!(firsts, vec![(a, 5)]);
+    assert_eq!(
+        job_event::after(&db, t.tenant_id, a, 4, 100).await.unwrap(),
+        vec![row(5, line("a4"))]
+    );
+    // They go with their tenant.
+    tenant::delete(&db, t.tenant_id).await.unwrap();
+    assert_eq!(job_event::last(&db, t.tenant_id, a).await.unwrap(), 0);
 }

@@ -33,9 +33,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct BudgetRequest {
     /// The tenant keeps at least this much warm when the pool is over its
-    /// budget (a multiple of 1/8 GPU).
+    /// budget (a multiple of 1/8 GPU, at most `ceiling_gpus`).
+    #[schema(minimum = 0, maximum = 536_870_911, multiple_of = 0.125)]
     pub floor_gpus: f64,
     /// The tenant's warm pods never hold more (a multiple of 1/8 GPU).
+    #[schema(minimum = 0, maximum = 536_870_911, multiple_of = 0.125)]
     pub ceiling_gpus: f64,
 }
 
@@ -64,9 +66,12 @@ impl From<hearth_store::budget::TenantBudgetRow> for BudgetResponse {
 /// Sets a tenant's budget in one profile's pool; applied to the live pool at
 /// once and again at every start.
 #[utoipa::path(put, path = "/v1/admin/tenants/{tenant_id}/budgets/{profile}", tag = "admin", operation_id = "set_budget",
-    params(("tenant_id" = Uuid, Path), ("profile" = String, Path)), request_body = BudgetRequest,
+    params(("tenant_id" = Uuid, Path), ("profile" = String, Path, description = "A profile of this service")),
+    request_body = BudgetRequest,
     responses((status = 200, body = BudgetResponse), (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 404, description = "`not_found`: no such tenant", body = ErrorBody),
+              (status = 422, description = "`validation_failed` (not multiples of 1/8 GPU, or the floor above the ceiling), \
+`unknown_profile`", body = ErrorBody)))]
 async fn set_budget(
     State(state): State<AppState>,
     _: Admin,
@@ -186,13 +191,16 @@ pub struct CreatedKeyResponse {
 #[serde(deny_unknown_fields)]
 pub struct TenantRequest {
     /// 1..=64 characters of `[A-Za-z0-9._:@/-]`, starting alphanumeric; unique.
+    #[schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$", max_length = 64)]
     pub name: String,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
-    /// A label for the key (default `default`).
+    /// A label for the key (default `default`): 1..=64 characters of
+    /// `[A-Za-z0-9._:@/-]`, starting alphanumeric.
+    #[schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$", max_length = 64)]
     pub name: Option<String>,
 }
 
@@ -262,7 +270,9 @@ pub async fn create_key(db: &PgPool, tenant_id: Uuid, name: &str) -> ApiResult<C
 #[utoipa::path(post, path = "/v1/admin/tenants", tag = "admin", operation_id = "create_tenant",
     request_body = TenantRequest,
     responses((status = 201, body = CreatedTenantResponse), (status = 401, body = ErrorBody),
-              (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 403, body = ErrorBody),
+              (status = 409, description = "`conflict`: a tenant has this name", body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
 async fn create_tenant_handler(
     State(state): State<AppState>,
     _: Admin,
@@ -288,7 +298,8 @@ async fn list_tenants(
 /// Renames a tenant.
 #[utoipa::path(patch, path = "/v1/admin/tenants/{tenant_id}", tag = "admin", operation_id = "rename_tenant",
     params(("tenant_id" = Uuid, Path)), request_body = TenantRequest,
-    responses((status = 200, body = TenantResponse), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = TenantResponse), (status = 404, description = "`not_found`: no such tenant", body = ErrorBody),
+              (status = 409, description = "`conflict`: another tenant has this name", body = ErrorBody)))]
 async fn rename_tenant(
     State(state): State<AppState>,
     _: Admin,

@@ -23,7 +23,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBundleRequest {
-    /// Relative path -> UTF-8 content.
+    /// Relative path -> UTF-8 content: 1..=256 files.
+    #[schema(schema_with = hearth_core::openapi::bundle_files)]
     pub files: BTreeMap<String, String>,
 }
 

@@ -119,13 +119,20 @@ async fn load_policy(state: &AppState, tenant_id: Uuid, policy_id: Uuid) -> ApiR
         .ok_or(ApiError::NotFound("policy"))
 }
 
+/// The example policy of `hearth_control`, as the document shows it.
+fn example_policy() -> serde_json::Value {
+    serde_json::from_str(hearth_control::EXAMPLE_POLICY).unwrap_or_default()
+}
+
 /// Registers a control policy (the JSON policy language of `hearth_control`:
 /// registers, inputs, init, max_steps, routes with straight-line bodies, an
 /// optional decision). It is validated (bounded lengths, no loops, registers
 /// and inputs in range) and immutable: registering the same name and version
 /// again answers the existing policy (200) if the body is the same, else 409.
 #[utoipa::path(post, path = "/v1/control/policies", tag = "control", operation_id = "create_policy",
-    request_body(content = Object, description = "A control policy, e.g. `hearth_control::EXAMPLE_POLICY`"),
+    request_body(content = Object,
+        description = "A control policy in the JSON policy language (see the example): it must compile",
+        example = json!(example_policy())),
     responses(
         (status = 201, description = "Registered", body = PolicyResponse),
         (status = 200, description = "Already registered with this body", body = PolicyResponse),
@@ -223,25 +230,36 @@ pub struct EventRequest {
     pub policy: Uuid,
     /// Session name, 1..=128 of `[A-Za-z0-9_.:@-]`; created from the policy's
     /// `init` on its first event.
+    #[schema(pattern = "^[A-Za-z0-9_.:@-]{1,128}$")]
     pub session: String,
-    /// Route name or executable route id; absent: the session's next route
-    /// (as chosen by its last event; the first route for a new session).
+    /// Route name or executable route id (one the policy has); absent: the
+    /// session's next route (as chosen by its last event; the first route
+    /// for a new session).
     pub route: Option<String>,
     /// Input words (at most the policy's `inputs`; missing words read 0).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "hearth_core::whole::vec")]
+    #[schema(max_items = 8)]
     pub input: Vec<u32>,
     /// Launch deadline after the event is ready (on arrival, or when the
-    /// session's previous event is done), in milliseconds (default: the service's).
+    /// session's previous event is done), in milliseconds (default: the
+    /// service's); at most the service's `max_deadline_ms` (60,000 by default).
+    #[schema(exclusive_minimum = 0, maximum = 60_000)]
     pub deadline_ms: Option<f64>,
 }
 
-/// One event or an array of them (the array at most the configured count).
+/// One event or an array of them.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum EventsRequest {
     One(EventRequest),
-    Many(Vec<EventRequest>),
+    Many(EventBatch),
 }
+
+/// Events posted together: at least one, at most the service's
+/// `max_events` (10,000 by default).
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(min_items = 1, max_items = 10_000)]
+pub struct EventBatch(pub Vec<EventRequest>);
 
 /// A route by name and executable id.
 #[derive(Debug, Serialize, ToSchema)]
@@ -552,9 +570,12 @@ pub struct CreateSessionRequest {
     /// The policy (`policy_id`).
     pub policy: Uuid,
     /// Session name, 1..=128 of `[A-Za-z0-9_.:@-]`.
+    #[schema(pattern = "^[A-Za-z0-9_.:@-]{1,128}$")]
     pub session: String,
     /// Initial registers (at most the policy's `registers`; the rest 0).
     /// Default: the policy's `init`.
+    #[serde(default, deserialize_with = "hearth_core::whole::option_vec")]
+    #[schema(max_items = 16)]
     pub state: Option<Vec<u32>>,
     /// The session's first route, by name or id. Default: the policy's first.
     pub route: Option<String>,
@@ -648,6 +669,7 @@ async fn create_session(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SessionParams {
     /// The policy (`policy_id`) the session belongs to.
     pub policy: Uuid,
@@ -655,14 +677,22 @@ pub struct SessionParams {
 
 /// A session's current state and next route.
 #[utoipa::path(get, path = "/v1/control/sessions/{session}", tag = "control", operation_id = "get_session",
-    params(("session" = String, Path), SessionParams),
-    responses((status = 200, body = SessionResponse), (status = 404, body = ErrorBody)))]
+    params(("session" = String, Path, pattern = "^[A-Za-z0-9_.:@-]{1,128}$",
+            description = "Session name, 1..=128 of `[A-Za-z0-9_.:@-]`"), SessionParams),
+    responses((status = 200, body = SessionResponse),
+              (status = 400, description = "`invalid_request`: not a session name, or `policy` is missing or not a UUID", body = ErrorBody),
+              (status = 404, description = "`not_found`: no such policy or session for this tenant", body = ErrorBody)))]
 async fn get_session(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(session): Path<String>,
     Query(params): Query<SessionParams>,
 ) -> ApiResult<Json<SessionResponse>> {
+    if !is_session_name(&session) {
+        return Err(ApiError::InvalidRequest(format!(
+            "the session name must be 1..={MAX_SESSION} characters of [A-Za-z0-9_.:@-]"
+        )));
+    }
     let policy = load_policy(&state, tenant.tenant_id, params.policy).await?;
     let s = state
         .control
@@ -673,8 +703,10 @@ async fn get_session(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StatsParams {
     /// Seconds of the event log to account, counted back from now (default 60).
+    #[param(exclusive_minimum = 0, maximum = 86_400)]
     pub window_s: Option<f64>,
 }
 

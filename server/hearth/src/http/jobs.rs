@@ -1,19 +1,22 @@
-//! Jobs: submit (optionally waiting for the result), get, list, cancel, watch
-//! live, read logs.
+//! Jobs: submit (optionally waiting for the result), get, list, cancel, follow
+//! their events (replayed from the store, then live), read logs.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use axum::response::{IntoResponse, Response};
 use hearth_core::job::{Kind, Source, Timing};
 use hearth_core::validate::{self, CreateJob, Invalid};
 use hearth_store::job::{Cancel, Filter, Inserted, JobRow, NewJob};
+use hearth_store::job_event::Body;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tokio::time::Instant;
+use tracing::Instrument;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -124,9 +127,12 @@ fn is_final(row: &JobRow) -> bool {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WaitParams {
-    /// Seconds to wait for the job to finish before answering (0 to 300 by
-    /// default). Finished in time: 200; else 202 with the job as it stands.
+    /// Seconds to wait for the job to finish before answering (longer waits
+    /// are cut to the service's limit, 300 by default). Finished in time:
+    /// 200; else 202 with the job as it stands.
+    #[param(minimum = 0)]
     pub wait: Option<f64>,
 }
 
@@ -166,7 +172,7 @@ async fn wait_until(
         }
         let last = match watch.next(deadline.min(now + RECHECK)).await {
             Wake::Event(JobEvent::Done(done)) => return Ok((*done).clone()),
-            Wake::Event(JobEvent::State(_) | JobEvent::Line { .. }) => continue,
+            Wake::Event(JobEvent::Logged(_)) => continue,
             Wake::Event(JobEvent::Stored(Some(s))) if !s.is_terminal() => continue,
             Wake::Event(JobEvent::Stored(_)) | Wake::Missed(_) | Wake::Timeout => false,
             Wake::Closing => true,
@@ -206,7 +212,9 @@ fn wait_duration(state: &AppState, wait: Option<f64>) -> ApiResult<Duration> {
 /// retries safe: the same key and body give the same job; the same key with
 /// another body is 409.
 #[utoipa::path(post, path = "/v1/jobs", tag = "jobs", operation_id = "create_job",
-    params(WaitParams, ("Idempotency-Key" = Option<String>, Header, description = "Client key making the submission idempotent")),
+    params(WaitParams, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
+        pattern = r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$",
+        description = "Client key making the submission idempotent: 1..=255 visible ASCII characters")),
     request_body = CreateJob,
     responses(
         (status = 200, description = "Finished within `wait`", body = JobResponse),
@@ -241,46 +249,70 @@ async fn create_job(
     let request_hash = idempotency_key.as_ref().map(|_| {
         hearth_core::sha256_hex(&serde_json::to_vec(&req).expect("a parsed request serializes"))
     });
-    let spec =
-        validate::job(req, &state.limits, |name| state.profiles.get(name)).map_err(
+    // The job's first span: its trace context is stored with it, and every
+    // span the scheduler writes for the job, on whichever replica leads,
+    // continues it.
+    let accept = tracing::info_span!(
+        "job.accept",
+        "hearth.job.id" = tracing::field::Empty,
+        "hearth.tenant.id" = %tenant.tenant_id,
+        "hearth.job.kind" = tracing::field::Empty,
+        "hearth.job.profile" = tracing::field::Empty,
+        "hearth.job.caller" = tracing::field::Empty,
+    );
+    let inserted = async {
+        let spec = validate::job(req, &state.limits, |name| state.profiles.get(name)).map_err(
             |e| match e {
                 Invalid::UnknownProfile(p) => ApiError::UnknownProfile(p),
                 Invalid::Fields(f) => ApiError::Validation(f),
             },
         )?;
-    if let hearth_core::job::Code::Bundle(digest) = &spec.code
-        && !hearth_store::bundle::exists(&state.db, tenant.tenant_id, digest).await?
-    {
-        return Err(ApiError::UnknownBundle(digest.clone()));
+        accept.record("hearth.job.kind", spec.kind.as_str());
+        accept.record("hearth.job.profile", spec.profile.as_str());
+        accept.record("hearth.job.caller", spec.caller.as_str());
+        if let hearth_core::job::Code::Bundle(digest) = &spec.code
+            && !hearth_store::bundle::exists(&state.db, tenant.tenant_id, digest).await?
+        {
+            return Err(ApiError::UnknownBundle(digest.clone()));
+        }
+        let spec_json = serde_json::to_value(&spec).map_err(|e| ApiError::Internal(e.into()))?;
+        let traceparent = crate::telemetry::job_trace(&accept, &headers).map(|t| t.header());
+        let mut conn = state.db.acquire().await?;
+        let inserted = hearth_store::job::insert(
+            &mut conn,
+            &NewJob {
+                job_id: Uuid::now_v7(),
+                tenant_id: tenant.tenant_id,
+                kind: spec.kind.as_str(),
+                profile: &spec.profile,
+                caller: &spec.caller,
+                priority: spec.priority,
+                spec: &spec_json,
+                idempotency_key: idempotency_key.as_deref(),
+                request_hash: request_hash.as_deref(),
+                traceparent: traceparent.as_deref(),
+            },
+        )
+        .await?;
+        let (Inserted::New(row) | Inserted::Existing(row)) = &inserted;
+        accept.record("hearth.job.id", tracing::field::display(row.job_id));
+        Ok::<_, ApiError>(inserted)
     }
-    let spec_json = serde_json::to_value(&spec).map_err(|e| ApiError::Internal(e.into()))?;
-    let mut conn = state.db.acquire().await?;
-    let inserted = hearth_store::job::insert(
-        &mut conn,
-        &NewJob {
-            job_id: Uuid::now_v7(),
-            tenant_id: tenant.tenant_id,
-            kind: spec.kind.as_str(),
-            profile: &spec.profile,
-            caller: &spec.caller,
-            priority: spec.priority,
-            spec: &spec_json,
-            idempotency_key: idempotency_key.as_deref(),
-            request_hash: request_hash.as_deref(),
-        },
-    )
+    .instrument(accept.clone())
     .await?;
-    drop(conn);
     let row = match inserted {
         Inserted::New(row) => {
-            tracing::info!(job_id = %row.job_id, kind = %row.kind, "job accepted");
             // Watch before handing the job over, so that even a job ending at
             // once is seen, and the row just written need not be read back.
             let deadline = Instant::now() + wait;
             let watch = (!wait.is_zero()).then(|| state.hub.watch(row.job_id));
-            state.scheduler.submit(&row);
-            // The leader, if another replica, picks it up now.
-            state.hub.changed(&row);
+            accept.in_scope(|| {
+                tracing::info!(job_id = %row.job_id, kind = %row.kind, "job accepted");
+                state.scheduler.submit(&row);
+                // The leader, if another replica, picks it up now.
+                state.hub.changed(&row);
+            });
+            drop(accept);
             if let Some(mut watch) = watch {
                 let row = wait_until(&state, &mut watch, row, deadline).await?;
                 return Ok(respond(&row));
@@ -314,14 +346,22 @@ async fn get_job(
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Only jobs in this state.
-    pub state: Option<String>,
+    #[param(inline)]
+    pub state: Option<hearth_core::State>,
     /// Only jobs of this kind.
-    pub kind: Option<String>,
+    #[param(inline)]
+    pub kind: Option<Kind>,
+    /// Only jobs of this caller.
+    #[param(pattern = r"^[^\x00]*$")]
     pub caller: Option<String>,
+    /// Only jobs in this profile.
+    #[param(pattern = r"^[^\x00]*$")]
     pub profile: Option<String>,
-    /// Page size, 1..=200 (default 50).
+    /// Page size (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<Uuid>,
@@ -344,15 +384,13 @@ async fn list_jobs(
     tenant: Tenant,
     Query(p): Query<ListParams>,
 ) -> ApiResult<Json<ListJobsResponse>> {
-    if let Some(s) = &p.state
-        && hearth_core::State::parse(s).is_none()
-    {
-        return Err(ApiError::InvalidRequest(format!("unknown state `{s}`")));
-    }
-    if let Some(k) = &p.kind
-        && Kind::parse(k).is_none()
-    {
-        return Err(ApiError::InvalidRequest(format!("unknown kind `{k}`")));
+    // Text Postgres cannot hold matches nothing; refused like any bad query.
+    for (name, value) in [("caller", &p.caller), ("profile", &p.profile)] {
+        if value.as_ref().is_some_and(|v| v.contains('\0')) {
+            return Err(ApiError::InvalidRequest(format!(
+                "`{name}` may not contain NUL"
+            )));
+        }
     }
     let limit = p.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
@@ -362,8 +400,8 @@ async fn list_jobs(
         &state.db,
         tenant.tenant_id,
         &Filter {
-            state: p.state,
-            kind: p.kind,
+            state: p.state.map(|s| s.as_str().to_owned()),
+            kind: p.kind.map(|k| k.as_str().to_owned()),
             caller: p.caller,
             profile: p.profile,
             before: p.cursor,
@@ -420,11 +458,13 @@ async fn cancel_job(
     }
 }
 
-fn sse_json(event: &str, data: &impl Serialize) -> Event {
+fn sse_json(event: &str, id: i64, data: &impl Serialize) -> Event {
+    let id = id.to_string();
     Event::default()
         .event(event)
+        .id(&id)
         .json_data(data)
-        .unwrap_or_else(|_| Event::default().event(event))
+        .unwrap_or_else(|_| Event::default().event(event).id(id))
 }
 
 #[derive(Serialize)]
@@ -435,120 +475,261 @@ struct StateData<'a> {
 #[derive(Serialize)]
 struct LineData<'a> {
     stream: hearth_core::agent::Stream,
-    rank: u32,
+    rank: i32,
     line: &'a str,
 }
 
-/// An event stream following a job that is not final yet.
-struct Follow {
-    watch: Watch,
-    /// The state the client was last told.
-    last: String,
+/// Stored events read (and held for sending) at a time.
+const REPLAY_PAGE: i64 = 512;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsParams {
+    /// Resume after the event with this id, like the `Last-Event-ID` header
+    /// (for clients that cannot set headers; the header wins when both are
+    /// given).
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
 }
 
-/// Live events of a job as server-sent events: `state` (`{"state"}`) on every
-/// change, `output` (`{"stream", "rank", "line"}`) for each output line as it
-/// happens, and finally `done` with the job object, after which the stream
-/// closes.
+/// The id to resume after: `Last-Event-ID` (empty is none), else `after`.
+fn resume_after(headers: &HeaderMap, after: Option<i64>) -> ApiResult<Option<i64>> {
+    let invalid = || {
+        ApiError::InvalidRequest(
+            "`Last-Event-ID` and `after` must be an event id (a non-negative integer)".into(),
+        )
+    };
+    let header = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => match v.to_str().map_err(|_| invalid())?.trim() {
+            "" => None,
+            v => Some(v.parse::<i64>().map_err(|_| invalid())?),
+        },
+    };
+    match header.or(after) {
+        Some(a) if a < 0 => Err(invalid()),
+        a => Ok(a),
+    }
+}
+
+/// An event stream following a job: replays its stored events after `last`,
+/// then follows it until it is final.
+struct Follow {
+    state: AppState,
+    tenant_id: Uuid,
+    job_id: Uuid,
+    watch: Watch,
+    /// Id of the last event queued for the client.
+    last: i64,
+    queue: VecDeque<Event>,
+    /// Read the store before waiting again.
+    read: bool,
+    /// The job as last read (or as its end was published), when it was read
+    /// before the stored events that are still to be read.
+    row: Option<JobRow>,
+    /// This replica writes the job's events and hands them over as they are
+    /// stored, so announcements of them need not be read back.
+    local: bool,
+    ended: bool,
+}
+
+impl Follow {
+    /// The next event to send; `None` once the stream has ended.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            if self.ended {
+                return None;
+            }
+            if std::mem::take(&mut self.read) {
+                self.read_store().await;
+            } else {
+                self.wait().await;
+            }
+        }
+    }
+
+    fn push(&mut self, seq: i64, body: &Body) {
+        if seq <= self.last {
+            return;
+        }
+        let event = match body {
+            Body::State(s) => sse_json("state", seq, &StateData { state: s.as_str() }),
+            Body::Output { stream, rank, line } => sse_json(
+                "output",
+                seq,
+                &LineData {
+                    stream: *stream,
+                    rank: *rank,
+                    line,
+                },
+            ),
+        };
+        self.queue.push_back(event);
+        self.last = seq;
+    }
+
+    /// Waits for the job's next event here, or for a reason to read the store.
+    async fn wait(&mut self) {
+        match self.watch.next(Instant::now() + RECHECK).await {
+            Wake::Event(JobEvent::Logged(e)) => {
+                self.local = true;
+                if e.seq == self.last + 1 {
+                    self.push(e.seq, &e.body);
+                } else if e.seq > self.last + 1 {
+                    // Stored before this watcher caught up: the store has
+                    // what lies between.
+                    self.read = true;
+                }
+            }
+            Wake::Event(JobEvent::Done(row)) => {
+                // Its events were all stored (and handed over) before it.
+                self.row = Some((*row).clone());
+                self.read = true;
+            }
+            Wake::Event(JobEvent::Stored(Some(s))) if self.local && !s.is_terminal() => {}
+            Wake::Event(JobEvent::Stored(_)) | Wake::Missed(_) | Wake::Timeout => {
+                self.read = true;
+            }
+            // Shutting down: end cleanly; the client may resume through
+            // another replica.
+            Wake::Closing => {
+                self.queue
+                    .push_back(Event::default().comment("shutting down"));
+                self.ended = true;
+            }
+        }
+    }
+
+    /// Reads the job, then its stored events after the last sent; once the
+    /// job is final and every event is out, `done`. The job is read first: a
+    /// job's end is recorded only after all its events are stored, so a final
+    /// row means the events read next are all there are. A failed read is
+    /// tried again at the next wake.
+    async fn read_store(&mut self) {
+        let db = &self.state.db;
+        let row = match self.row.take() {
+            Some(row) => row,
+            None => match hearth_store::job::get(db, self.tenant_id, self.job_id).await {
+                Ok(Some(row)) => row,
+                // Gone with its tenant.
+                Ok(None) => {
+                    self.ended = true;
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(job_id = %self.job_id, error = %e, "reading a followed job failed");
+                    return;
+                }
+            },
+        };
+        let events = match hearth_store::job_event::after(
+            db,
+            self.tenant_id,
+            self.job_id,
+            self.last,
+            REPLAY_PAGE,
+        )
+        .await
+        {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::debug!(job_id = %self.job_id, error = %e, "reading a followed job's events failed");
+                return;
+            }
+        };
+        let more = events.len() as i64 == REPLAY_PAGE;
+        for e in &events {
+            self.push(e.seq, &e.body);
+        }
+        if more {
+            // The next page once these are sent, against the same row.
+            self.row = Some(row);
+            self.read = true;
+        } else if is_final(&row) {
+            self.queue
+                .push_back(sse_json("done", self.last + 1, &JobResponse::from(&row)));
+            self.ended = true;
+        }
+    }
+}
+
+/// A job's events as server-sent events, from its acceptance (or from just
+/// after `Last-Event-ID`) to its end, on whichever replica: `state` on every
+/// state it enters, `output` for each line it prints, and finally `done`
+/// with the job object, after which the stream closes.
 #[utoipa::path(get, path = "/v1/jobs/{id}/events", tag = "jobs", operation_id = "get_job_events",
-    params(("id" = Uuid, Path)),
+    params(("id" = Uuid, Path),
+           ("Last-Event-ID" = Option<i64>, Header, minimum = 0,
+            description = "Resume after the event with this id (what an `EventSource` sends when it reconnects); empty is none"),
+           EventsParams),
     responses(
         (status = 200, content_type = "text/event-stream", body = String,
-         description = "Server-sent events, each an `event:` name and one `data:` line:\n\n\
-* `state`: `{\"state\": \"<state>\"}`, the job's state when the stream opens, then each change;\n\
-* `output`: `{\"stream\": \"stdout\" | \"stderr\", \"rank\": <n>, \"line\": \"<text>\"}` for each output line as it happens;\n\
-* `lagged`: the number of events this client fell too far behind to receive (plain text, not JSON);\n\
+         description = "Server-sent events, each with an `id:`, an `event:` name and one `data:` line. \
+The stream replays the job's events from its acceptance (or from just after `Last-Event-ID` / `after`), \
+then follows it live, and ends with `done` once the job is final; a job already final replays and ends at once. \
+The same on every replica.\n\n\
+* `state`: `{\"state\": \"queued\" | \"assigned\" | \"running\"}` for each state the job enters, from `queued` (id 0) on; \
+a job whose pods were lost goes back to `queued` and runs again;\n\
+* `output`: `{\"stream\": \"stdout\" | \"stderr\", \"rank\": <n>, \"line\": \"<text>\"}` for each line the job prints, \
+up to the service's log limit per stream and run;\n\
 * `done`: the job object (`JobResponse`) once the job is final, after which the stream ends.\n\n\
-Comment lines (starting with `:`) are keep-alives and carry nothing."),
-        (status = 400, description = "`invalid_request`: the id is not a UUID", body = ErrorBody),
+Ids are integers that increase strictly within the job: every replica gives an event the same id, so a client \
+resuming with the id of the last event it received gets exactly the events it missed. \
+Comment lines (starting with `:`) are keep-alives and carry nothing; a replica shutting down ends the stream \
+with the comment `shutting down`, after which the client may resume elsewhere."),
+        (status = 204, description = "The job is final and the client already has its `done` event: nothing to resume \
+(an `EventSource` stops reconnecting)"),
+        (status = 400, description = "`invalid_request`: the id is not a UUID, or `Last-Event-ID` / `after` is not a non-negative integer", body = ErrorBody),
         (status = 401, description = "`unauthorized`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such job for this tenant", body = ErrorBody)))]
 async fn get_job_events(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(id): Path<Uuid>,
-) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    // Watch before reading, so that no change slips between the two.
+    Query(params): Query<EventsParams>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let after = resume_after(&headers, params.after)?;
+    // Watch before reading, so that every event stored after the reads
+    // reaches the stream here.
     let watch = state.hub.watch(id);
     let row = hearth_store::job::get(&state.db, tenant.tenant_id, id)
         .await?
         .ok_or(ApiError::NotFound("job"))?;
-    let mut first = vec![sse_json("state", &StateData { state: &row.state })];
-    let follow = if is_final(&row) {
-        first.push(sse_json("done", &JobResponse::from(&row)));
-        None
-    } else {
-        Some(Follow {
-            watch,
-            last: row.state,
-        })
-    };
-    let tenant_id = tenant.tenant_id;
-    let rest = futures::stream::unfold(follow, move |follow| {
-        let state = state.clone();
-        async move { next_event(&state, tenant_id, id, follow?).await }
-    });
-    let stream = futures::StreamExt::map(
-        futures::StreamExt::chain(futures::stream::iter(first), rest),
-        Ok,
-    );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
-}
-
-/// The next event of a followed job, and how to follow it after; `None`
-/// once the stream has ended. Events of a job this replica runs come from the
-/// hub as they happen; for a job another replica runs, a change announced
-/// through the store (or the periodic recheck) reads the row again, so the
-/// stream sees every state the row passes through and ends with `done`.
-async fn next_event(
-    state: &AppState,
-    tenant_id: Uuid,
-    job_id: Uuid,
-    mut f: Follow,
-) -> Option<(Event, Option<Follow>)> {
-    loop {
-        match f.watch.next(Instant::now() + RECHECK).await {
-            Wake::Event(JobEvent::State(s)) => {
-                if s.as_str() != f.last {
-                    f.last = s.as_str().to_owned();
-                    return Some((sse_json("state", &StateData { state: &f.last }), Some(f)));
-                }
-                continue;
-            }
-            Wake::Event(JobEvent::Line { stream, rank, line }) => {
-                let data = LineData {
-                    stream,
-                    rank,
-                    line: &line,
-                };
-                return Some((sse_json("output", &data), Some(f)));
-            }
-            Wake::Event(JobEvent::Done(row)) => {
-                return Some((sse_json("done", &JobResponse::from(&*row)), None));
-            }
-            Wake::Missed(n) => {
-                let ev = Event::default().event("lagged").data(n.to_string());
-                return Some((ev, Some(f)));
-            }
-            // Shutting down: end cleanly; the client may follow the job
-            // through another replica.
-            Wake::Closing => {
-                return Some((Event::default().comment("shutting down"), None));
-            }
-            Wake::Event(JobEvent::Stored(_)) | Wake::Timeout => {}
-        }
-        // The store decides; a failed read is tried again at the next wake.
-        let Ok(Some(row)) = hearth_store::job::get(&state.db, tenant_id, job_id).await else {
-            continue;
-        };
-        if is_final(&row) {
-            return Some((sse_json("done", &JobResponse::from(&row)), None));
-        }
-        if row.state != f.last {
-            f.last = row.state;
-            return Some((sse_json("state", &StateData { state: &f.last }), Some(f)));
-        }
+    if let Some(after) = after
+        && is_final(&row)
+        && after > hearth_store::job_event::last(&state.db, tenant.tenant_id, id).await?
+    {
+        return Ok(StatusCode::NO_CONTENT.into_response());
     }
+    let mut follow = Follow {
+        state,
+        tenant_id: tenant.tenant_id,
+        job_id: id,
+        watch,
+        last: after.unwrap_or(0),
+        queue: VecDeque::new(),
+        read: true,
+        row: Some(row),
+        local: false,
+        ended: false,
+    };
+    if after.is_none() {
+        // Every job starts queued; that event is not stored.
+        follow
+            .queue
+            .push_back(sse_json("state", 0, &StateData { state: "queued" }));
+    }
+    let stream = futures::stream::unfold(follow, |mut f| async move {
+        let event = f.next().await?;
+        Some((Ok::<_, Infallible>(event), f))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -10,6 +10,7 @@ use crate::app::AppState;
 
 pub mod admin;
 pub mod bundles;
+mod contract;
 pub mod control;
 pub mod extract;
 pub mod health;
@@ -61,9 +62,10 @@ impl Modify for BearerAuth {
     }
 }
 
-/// Every route with its documentation.
+/// Every route with its documentation, the document-wide rules applied
+/// (see [`contract`]).
 pub fn api() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let mut api = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(jobs::router())
         .merge(bundles::router())
         .merge(profiles::router())
@@ -72,7 +74,9 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(control::router())
         .merge(metrics::router())
         .merge(admin::router())
-        .merge(health::router())
+        .merge(health::router());
+    contract::Contract.modify(api.get_openapi_mut());
+    api
 }
 
 /// The OpenAPI document, as `hearth openapi` prints it.

@@ -20,10 +20,13 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventParams {
-    /// At most this many events (1 to 1000, default 100).
+    /// At most this many events (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// `next_cursor` of the previous page.
+    #[param(pattern = "^[0-9]{1,18}$")]
     pub cursor: Option<String>,
 }
 
@@ -55,9 +58,11 @@ pub struct PodEventsResponse {
 /// Why a pod that served this tenant was started, promoted, assigned and
 /// released. 404 for pods that never ran a job of this tenant.
 #[utoipa::path(get, path = "/v1/pods/{id}/events", tag = "pods", operation_id = "list_pod_events",
-    params(("id" = String, Path), EventParams),
-    responses((status = 200, body = PodEventsResponse), (status = 400, body = ErrorBody),
-              (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    params(("id" = String, Path, pattern = r"^[^\x00]+$", description = "The pod's id (`pods` of a job)"), EventParams),
+    responses((status = 200, body = PodEventsResponse),
+              (status = 400, description = "`invalid_request`: a bad `limit` or `cursor`", body = ErrorBody),
+              (status = 401, body = ErrorBody),
+              (status = 404, description = "`not_found`: the pod never ran a job of this tenant", body = ErrorBody)))]
 async fn list_pod_events(
     State(state): State<AppState>,
     tenant: Tenant,
@@ -72,10 +77,14 @@ async fn list_pod_events(
     }
     let after = match &p.cursor {
         None => 0,
-        Some(c) => c
-            .parse::<i64>()
-            .map_err(|_| ApiError::InvalidRequest("invalid cursor".to_owned()))?,
+        Some(c) => Some(c)
+            .filter(|c| !c.is_empty() && c.len() <= 18 && c.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|c| c.parse::<i64>().ok())
+            .ok_or_else(|| ApiError::InvalidRequest("invalid cursor".to_owned()))?,
     };
+    if id.contains('\0') {
+        return Err(ApiError::InvalidRequest("the pod id may not contain NUL".to_owned()));
+    }
     if !hearth_store::pod_event::served(&state.db, tenant.tenant_id, &id).await? {
         return Err(ApiError::NotFound("pod"));
     }

@@ -76,6 +76,11 @@ const LEASE_CHECK: Duration = Duration::from_secs(5);
 const BUDGET_SYNC: Duration = Duration::from_secs(5);
 /// How often callers no pool tracks are dropped from the id maps.
 const CALLER_SWEEP: Duration = Duration::from_secs(60);
+/// Shortest time from a pod's start to the report that it failed. The pool
+/// replaces a pod that failed to start at once, so a start that always fails
+/// at once (a full state disk, a broken agent) would otherwise be retried in
+/// a busy loop; this bounds the retries to one per starting pod per gap.
+const START_RETRY_GAP: Duration = Duration::from_secs(1);
 
 /// Settings of the scheduler, taken from the service configuration.
 #[derive(Debug, Clone)]
@@ -214,6 +219,10 @@ struct Queued {
     tenant_id: Uuid,
     spec: Arc<Spec>,
     accepted_at: OffsetDateTime,
+    /// Since when it waits for pods: its acceptance, or its re-queueing.
+    queued_at: std::time::SystemTime,
+    /// The trace it was accepted in: its spans continue it.
+    trace: Option<crate::telemetry::TraceParent>,
 }
 
 impl Queued {
@@ -223,6 +232,11 @@ impl Queued {
             tenant_id: row.tenant_id,
             spec: Arc::new(serde_json::from_value(row.spec.clone())?),
             accepted_at: row.created_at,
+            queued_at: row.created_at.into(),
+            trace: row
+                .traceparent
+                .as_deref()
+                .and_then(crate::telemetry::TraceParent::parse),
         })
     }
 }
@@ -299,7 +313,7 @@ impl ProfilePool {
 struct Job {
     queued: Queued,
     id: JobId,
-    assigned: Vec<(PodId, Source)>,
+    assigned: Vec<(PodId, Source, run::Why)>,
     /// When the policy first acted for it (a start, a promotion, an assignment).
     covered_at: Option<Instant>,
     cancel: Arc<Notify>,
@@ -845,6 +859,7 @@ impl Scheduler {
                 };
                 let mut why = st.reason_json(&reason, Some(tenant));
                 why["source"] = json!(source.as_str());
+                let because = run::Why::of(&why);
                 let Some(slot) = st.bind_slot(profile, pod, tenant, uuid) else {
                     return;
                 };
@@ -861,7 +876,7 @@ impl Scheduler {
                     return;
                 };
                 j.covered_at.get_or_insert_with(Instant::now);
-                j.assigned.push((pod, source));
+                j.assigned.push((pod, source, because));
                 if j.assigned.len() as u32 >= j.queued.spec.pods() && !j.running {
                     j.running = true;
                     let acquire_ms = j.covered_at.map_or(0.0, |t| ms(t.elapsed()));
@@ -872,7 +887,7 @@ impl Scheduler {
                     };
                     let pods = assigned
                         .iter()
-                        .map(|(pod, _)| {
+                        .map(|(pod, _, because)| {
                             let slot = pp.slots.get_mut(pod);
                             let wipe = slot.as_ref().is_some_and(|s| s.wipe);
                             if let Some(s) = slot {
@@ -888,13 +903,14 @@ impl Scheduler {
                                     Some(s) if real_gpus => devices(&s.placement, pp.gpu_first),
                                     _ => Vec::new(),
                                 },
+                                why: because.clone(),
                             }
                         })
                         .collect();
                     // The job is as cold as its coldest pod.
                     let source = assigned
                         .iter()
-                        .map(|(_, s)| *s)
+                        .map(|(_, s, _)| *s)
                         .max_by_key(|s| match s {
                             Source::Warm => 0,
                             Source::Standby => 1,
@@ -987,6 +1003,7 @@ impl Scheduler {
 
     async fn start_pod(self, profile: String, pod: PodId, spec: PodSpec) {
         let runtime_id = spec.pod_id.clone();
+        let began = Instant::now();
         let timeout = self.inner.settings.pod_start_timeout;
         let started = match tokio::time::timeout(timeout, self.inner.runtime.start_pod(spec)).await
         {
@@ -1011,6 +1028,7 @@ impl Scheduler {
                 if let Err(e) = self.inner.runtime.stop_pod(&runtime_id).await {
                     tracing::debug!(%runtime_id, error = %e, "cleaning up a failed start");
                 }
+                tokio::time::sleep_until(began + START_RETRY_GAP).await;
                 let mut st = self.state();
                 self.pod_gone(
                     &mut st,

@@ -5,9 +5,14 @@
 //! Jobs run at least once: a job whose pods are lost is re-queued while it
 //! has attempts left, so its processes get the attempt number
 //! (`HEARTH_ATTEMPT`, from 1) to make themselves idempotent.
+//!
+//! Each phase of a job's attempt is written as a span of the trace the job
+//! was accepted in (`job.queue`, `job.acquire`, `job.run` with `job.bind`
+//! inside it, `job.finish`; see [`crate::telemetry`]), and the job's
+//! processes get the run span's context as `TRACEPARENT`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hearth_core::agent::{self, Frame, Outcome, Rank, Stream};
 use hearth_core::job::Code;
@@ -15,11 +20,13 @@ use hearth_core::{Source, State};
 use hearth_pool::PodId;
 use hearth_runtime::{Pod, client};
 use hearth_store::job::Finish;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanContext;
 use time::OffsetDateTime;
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::{Phase, Queued, Scheduler};
-use crate::hub::JobEvent;
+use crate::telemetry::JobSpan;
 
 /// One pod a job was assigned, in rank order.
 #[derive(Debug, Clone)]
@@ -32,6 +39,27 @@ pub(super) struct Assigned {
     pub(super) wipe: bool,
     /// Real GPU devices of its placement (none with accounting-only GPUs).
     pub(super) devices: Vec<u32>,
+    /// Why the policy gave it.
+    pub(super) why: Why,
+}
+
+/// Why the policy gave a job a pod, as the job's acquire span shows it: the
+/// reason's code and its text (with the job's own caller named).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Why {
+    pub(super) code: String,
+    pub(super) message: String,
+}
+
+impl Why {
+    /// From a decision's reason as recorded (`code`, `message`).
+    pub(super) fn of(reason: &serde_json::Value) -> Why {
+        let text = |key: &str| reason[key].as_str().unwrap_or_default().to_owned();
+        Why {
+            code: text("code"),
+            message: text("message"),
+        }
+    }
 }
 
 /// What a job was given.
@@ -108,7 +136,9 @@ fn storable(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 impl Log {
-    fn push(&mut self, line: &str, head_max: usize, full_max: usize) {
+    /// Keeps `line` within the limits; returns whether the full copy kept it
+    /// (what the job's event stream may show too).
+    fn push(&mut self, line: &str, head_max: usize, full_max: usize) -> bool {
         let line = &*storable(line);
         for (buf, max, cut) in [
             (&mut self.head, head_max, &mut self.head_cut),
@@ -124,6 +154,7 @@ impl Log {
                 buf.push('\n');
             }
         }
+        !self.full_cut
     }
 }
 
@@ -192,9 +223,14 @@ impl Scheduler {
                     .await
                 {
                     Ok(true) => {
-                        self.inner.hub.state(job_id, job.tenant_id, State::Queued);
+                        self.inner
+                            .hub
+                            .state(self.epoch(), job_id, job.tenant_id, State::Queued);
                         self.finished(job_id);
-                        self.resubmit(job);
+                        self.resubmit(Queued {
+                            queued_at: SystemTime::now(),
+                            ..job
+                        });
                         return;
                     }
                     Ok(false) => {}
@@ -246,6 +282,9 @@ impl Scheduler {
     }
 
     pub(super) async fn record_end(&self, job: &Queued, finish: Finish) {
+        let started = SystemTime::now();
+        // Whoever sees the end finds every event of the job stored.
+        self.inner.hub.flush().await;
         let db = &self.inner.db;
         let mut finish = finish;
         let mut attempt = 0;
@@ -284,11 +323,51 @@ impl Scheduler {
                 }
             }
         };
+        // As stored: a job cancelled meanwhile ended as the store has it.
+        let (state, code) = match &row {
+            Some(r) => (&r.state, &r.error_code),
+            None => (&finish.state, &finish.error_code),
+        };
+        let mut span = self.job_span(job, "job.finish", None, started, None, |a| {
+            a.push(KeyValue::new("hearth.job.state", state.clone()));
+            if let Some(code) = code {
+                a.push(KeyValue::new("hearth.job.error_code", code.clone()));
+            }
+        });
         if let Some(row) = row {
             tracing::info!(job_id = %job.job_id, state = %row.state, "job finished");
             self.inner.metrics.job_finished(&row.profile, &row.state);
             self.inner.hub.done(row);
+        } else {
+            span.fail("the end of the job could not be recorded");
         }
+    }
+
+    /// Starts span `name` of `job`'s life at `start`, a child of `parent`
+    /// (by default the trace context the job was accepted in), with the
+    /// job's attributes and those `more` adds. Nothing when spans are not
+    /// exported or the job has no trace.
+    fn job_span(
+        &self,
+        job: &Queued,
+        name: &'static str,
+        parent: Option<&SpanContext>,
+        start: SystemTime,
+        attempt: Option<i32>,
+        more: impl FnOnce(&mut Vec<KeyValue>),
+    ) -> JobSpan {
+        let parent = parent.or_else(|| job.trace.as_ref().map(|t| t.span_context()));
+        self.inner.settings.tracer.start(name, parent, start, || {
+            let mut a = vec![
+                KeyValue::new("hearth.job.id", job.job_id.to_string()),
+                KeyValue::new("hearth.tenant.id", job.tenant_id.to_string()),
+            ];
+            if let Some(n) = attempt {
+                a.push(KeyValue::new("hearth.job.attempt", i64::from(n)));
+            }
+            more(&mut a);
+            a
+        })
     }
 
     async fn execute(&self, job: &Queued, placement: &Placement, cancel: &Notify) -> Ending {
@@ -316,9 +395,48 @@ impl Scheduler {
             Ok(None) => return Ending::NotAssigned,
             Err(e) => return Ending::Lost(format!("recording the assignment failed: {e}")),
         };
+        // The policy first acted for the job `acquire_ms` ago: it waited in
+        // the queue until then, and for its pods since.
+        let now = SystemTime::now();
+        let covered_at = now
+            .checked_sub(Duration::from_secs_f64(placement.acquire_ms / 1000.0))
+            .unwrap_or(now);
+        let queued_at = job.queued_at.min(covered_at);
+        self.job_span(job, "job.queue", None, queued_at, Some(attempt), |_| {})
+            .end_at(covered_at);
+        let mut acquire_span =
+            self.job_span(job, "job.acquire", None, covered_at, Some(attempt), |a| {
+                a.push(KeyValue::new(
+                    "hearth.pod.source",
+                    placement.source.as_str(),
+                ));
+                if let Some(first) = placement.pods.first() {
+                    a.push(KeyValue::new("hearth.pod.id", first.runtime_id.clone()));
+                    a.push(KeyValue::new("hearth.pod.reason", first.why.code.clone()));
+                    a.push(KeyValue::new(
+                        "hearth.pod.reason_message",
+                        first.why.message.clone(),
+                    ));
+                }
+                if placement.pods.len() > 1 {
+                    let ids: Vec<opentelemetry::StringValue> = placement
+                        .pods
+                        .iter()
+                        .map(|p| p.runtime_id.clone().into())
+                        .collect();
+                    a.push(KeyValue::new(
+                        "hearth.pod.ids",
+                        opentelemetry::Value::Array(ids.into()),
+                    ));
+                }
+                a.push(KeyValue::new(
+                    "hearth.pod.wiped",
+                    placement.pods.iter().any(|p| p.wipe),
+                ));
+            });
         self.inner
             .hub
-            .state(job.job_id, job.tenant_id, State::Assigned);
+            .state(self.epoch(), job.job_id, job.tenant_id, State::Assigned);
 
         let files = match &spec.code {
             Code::Files(files) => files.clone(),
@@ -354,12 +472,17 @@ impl Scheduler {
         let pods = tokio::select! {
             pods = self.acquire(placement) => match pods {
                 Ok(pods) => pods,
-                Err(reason) => return Ending::Lost(reason),
+                Err(reason) => {
+                    acquire_span.fail(reason.clone());
+                    return Ending::Lost(reason);
+                }
             },
             () = cancel.notified() => {
+                acquire_span.set("hearth.job.cancelled", true);
                 return Ending::Done { finish: Box::new(cancelled(None, None)), pods_ok: true };
             }
         };
+        acquire_span.end_at(SystemTime::now());
         let acquire_ms = placement.acquire_ms + ms(acquire_start.elapsed());
         let handover = Handover {
             attempt,
@@ -409,10 +532,34 @@ impl Scheduler {
         let topology = topology(spec.topology.is_some(), pods);
         let (frames_tx, mut frames) = mpsc::channel::<RankFrame>(256);
         let (cancel_tx, cancel_rx) = watch::channel(false);
+        // The agent binds (files, dependencies) and then runs the command:
+        // `job.run` spans both, `job.bind` the first part. The processes
+        // continue the run span (or, without export here, the stored trace).
+        let sent_at = SystemTime::now();
+        let mut run_span = self.job_span(job, "job.run", None, sent_at, Some(attempt), |a| {
+            a.push(KeyValue::new("hearth.job.world_size", i64::from(world)));
+        });
+        let run_cx = run_span.context();
+        let mut bind_span = Some(self.job_span(
+            job,
+            "job.bind",
+            run_cx.as_ref(),
+            sent_at,
+            Some(attempt),
+            |_| {},
+        ));
+        let traceparent = run_cx.as_ref().map(crate::telemetry::header).or_else(|| {
+            job.trace
+                .as_ref()
+                .map(crate::telemetry::TraceParent::header)
+        });
         for (rank, pod) in pods.iter().enumerate() {
             let mut env = spec.env.clone();
             // Hearth's, over any value of the job's own environment.
             env.insert("HEARTH_ATTEMPT".to_owned(), attempt.to_string());
+            if let Some(tp) = &traceparent {
+                env.insert("TRACEPARENT".to_owned(), tp.clone());
+            }
             // The pod's devices as its placement has them now (a promoted
             // standby pod may have grown onto more GPUs than it started with).
             if let Some(a) = placement.pods.get(rank)
@@ -478,15 +625,21 @@ impl Scheduler {
                             bound += 1;
                             bind_ms = bind_ms.max(b);
                             if bound == world {
+                                if let Some(mut span) = bind_span.take() {
+                                    span.set("hearth.job.bind_ms", bind_ms);
+                                    span.end_at(SystemTime::now());
+                                }
                                 let start_s = (queued_ms + acquire_ms + bind_ms) / 1000.0;
-                                self.inner.metrics.job_started(&placement.profile, placement.source, start_s);
+                                // The exemplar leads from a slow bucket to a trace that was kept.
+                                let trace = job.trace.as_ref().filter(|t| t.is_sampled()).map(|t| t.trace_id());
+                                self.inner.metrics.job_started(&placement.profile, placement.source, start_s, trace);
                                 // Off the frame loop: the job's lines and end
                                 // need not wait for the row; the end waits
                                 // for it below, so states stay in order.
                                 let (this, job_id, tenant_id) = (self.clone(), job.job_id, job.tenant_id);
                                 recording_start = Some(tokio::spawn(async move {
                                     match hearth_store::job::start(&this.inner.relaxed, this.epoch(), job_id, acquire_ms, bind_ms).await {
-                                        Ok(true) => this.inner.hub.state(job_id, tenant_id, State::Running),
+                                        Ok(true) => this.inner.hub.state(this.epoch(), job_id, tenant_id, State::Running),
                                         Ok(false) => {}
                                         Err(e) => tracing::error!(%job_id, error = %e, "recording the start failed"),
                                     }
@@ -495,15 +648,22 @@ impl Scheduler {
                         }
                         Frame::Line { stream, line } => {
                             let shown = if world > 1 && rank > 0 { format!("[rank {rank}] {line}") } else { line.clone() };
-                            match stream {
+                            let kept = match stream {
                                 Stream::Stdout => out.push(&shown, head_max, full_max),
                                 Stream::Stderr => err.push(&shown, head_max, full_max),
+                            };
+                            // The event stream shows what the logs keep.
+                            if kept {
+                                let line = storable(&line).into_owned();
+                                self.inner.hub.line(self.epoch(), job.job_id, job.tenant_id, stream, rank, line);
                             }
-                            self.inner.hub.publish(job.job_id, JobEvent::Line { stream, rank, line });
                         }
                         Frame::Truncated { stream: Stream::Stdout } => truncated_out = true,
                         Frame::Truncated { stream: Stream::Stderr } => truncated_err = true,
                         Frame::Error { code, message, log } => {
+                            if let Some(span) = &mut bind_span {
+                                span.fail(code.clone());
+                            }
                             agent_error.get_or_insert((code, message, log));
                             stop_all("a rank failed to bind", &cancel_tx);
                         }
@@ -533,11 +693,13 @@ impl Scheduler {
         }
         if let Some(reason) = lost_reason {
             if was_cancelled {
+                run_span.set("hearth.job.state", State::Cancelled.as_str());
                 return Ending::Done {
                     finish: Box::new(cancelled(Some(acquire_ms), Some(bind_ms))),
                     pods_ok: false,
                 };
             }
+            run_span.fail(reason.clone());
             return Ending::Lost(reason);
         }
 
@@ -560,6 +722,8 @@ impl Scheduler {
             finish.state = State::Failed.as_str().to_owned();
             finish.error_code = Some(storable(&code).into_owned());
             finish.error_message = Some(storable(&message).into_owned());
+            run_span.set("hearth.job.state", State::Failed.as_str());
+            run_span.fail(code);
             return Ending::Done {
                 finish: Box::new(finish),
                 pods_ok: true,
@@ -642,6 +806,14 @@ impl Scheduler {
             _ => {}
         }
         finish.state = state.as_str().to_owned();
+        run_span.set("hearth.job.state", state.as_str());
+        if let Some(code) = finish.exit_code {
+            run_span.set("hearth.job.exit_code", i64::from(code));
+        }
+        if matches!(state, State::Failed | State::TimedOut) {
+            run_span.fail(finish.error_code.clone().unwrap_or_default());
+        }
+        run_span.end_at(SystemTime::now());
         Ending::Done {
             finish: Box::new(finish),
             pods_ok: true,
