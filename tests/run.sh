@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up what the tests need on a fresh Debian machine (bubblewrap, a running
-# PostgreSQL), builds the workspace's binaries and runs every test.
+# PostgreSQL), builds the workspace's binaries and runs every test, then
+# schemathesis against the live service (tests/schemathesis.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,3 +24,7 @@ export HEARTH_TEST_POSTGRES="${HEARTH_TEST_POSTGRES:-postgres://postgres@127.0.0
 
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"
+
+# The served OpenAPI document against the live service: schemathesis with a
+# tenant's key and with the admin token.
+bash tests/schemathesis.sh

@@ -617,13 +617,14 @@ async fn profiles_and_event_streams_match_the_served_document() {
     let schema = documented(&doc, "get", "/v1/profiles", "401", "application/json");
     assert_eq!(schema_errors(&doc, schema, &body), Vec::<String>::new());
 
-    // The event stream is documented as what it is: text, not JSON.
+    // The event stream is documented as what it is: server-sent events (the
+    // schema of an OpenAPI 3.1 event stream describes one event), not JSON.
     let events = &doc["paths"]["/v1/jobs/{id}/events"]["get"]["responses"]["200"];
     let types: Vec<&String> = events["content"].as_object().unwrap().keys().collect();
     assert_eq!(types, ["text/event-stream"]);
     assert_eq!(
-        events["content"]["text/event-stream"]["schema"]["type"],
-        "string"
+        events["content"]["text/event-stream"]["schema"]["$ref"],
+        "#/components/schemas/ServerSentEvent"
     );
     let description = events["description"].as_str().unwrap();
     for name in ["`state`", "`output`", "`done`", "`Last-Event-ID`"] {

@@ -136,13 +136,51 @@ async fn kill_9_mid_job_loses_no_accepted_job() {
 }
 
 #[tokio::test]
-async fn a_service_that_loses_its_scheduler_lease_stops() {
+async fn a_leader_that_loses_its_lease_steps_down_and_leads_again() {
     let db = fresh_database_url();
     let state = state_dir();
+    let http = reqwest::Client::new();
     let mut svc = start(&db, &state).await;
+    let tenant: Value = http
+        .post(format!("{}/v1/admin/tenants", svc.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "lease"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let marker = format!("hearth-lease-{}", uuid::Uuid::new_v4().simple());
+    let slow = format!("import time  # {marker}\ntime.sleep(3)\nprint('slow done')\n");
+    let mut job = python_job("a", &slow);
+    job["command"] = json!(["python3", "main.py", marker]);
+    let running: Value = http
+        .post(format!("{}/v1/jobs", svc.base))
+        .bearer_auth(&key)
+        .json(&job)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = running["id"].as_str().unwrap().to_owned();
+    eventually("the job to run", async || {
+        process_with_marker(&marker).then_some(())
+    })
+    .await;
     // End the connection that holds the scheduler's advisory lock, as a
     // database restart or a network cut would.
     let pool = sqlx::PgPool::connect(&db).await.unwrap();
+    let epoch = || async {
+        sqlx::query_scalar::<_, i64>("select epoch from leadership")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let before = epoch().await;
     let ended: Vec<bool> = eventually("the lease held", async || {
         let ended: Vec<bool> = sqlx::query_scalar(
             "select pg_terminate_backend(pid) from pg_locks
@@ -156,11 +194,43 @@ async fn a_service_that_loses_its_scheduler_lease_stops() {
     })
     .await;
     assert_eq!(ended, [true]);
-    // The service stops with an error rather than schedule next to a new leader.
-    let status = eventually("the service stopped", async || {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        svc.child.try_wait().unwrap()
+    // The leader steps down: the job it ran ends with its pod, and it takes
+    // the lease again under a new epoch instead of exiting.
+    eventually("the stepped-down job's processes to end", async || {
+        (!process_with_marker(&marker)).then_some(())
     })
     .await;
-    assert!(!status.success(), "{status:?}");
+    let after = eventually("a new epoch", async || {
+        let e = epoch().await;
+        (e > before).then_some(e)
+    })
+    .await;
+    assert!(
+        svc.child.try_wait().unwrap().is_none(),
+        "the service exited"
+    );
+    println!("epoch {before} -> {after}");
+    // The job it held is re-queued and runs again; new jobs run too.
+    let j: Value = http
+        .get(format!("{}/v1/jobs/{id}?wait=60", svc.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(j["state"], "succeeded", "{j}");
+    assert_eq!(j["attempts"], 2, "{j}");
+    let fresh: Value = http
+        .post(format!("{}/v1/jobs?wait=60", svc.base))
+        .bearer_auth(&key)
+        .json(&python_job("b", "print('after')"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(fresh["state"], "succeeded", "{fresh}");
 }

@@ -5,10 +5,11 @@
 
 use std::borrow::Cow;
 
-use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
-};
 use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::schema::{
+    AdditionalProperties, AnyOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Ref, Schema,
+    SchemaType, Type,
+};
 use utoipa::openapi::{Components, RefOr};
 
 use crate::job::Code;
@@ -82,7 +83,11 @@ pub fn pip() -> Schema {
         .description(Some(
             "Requirements like `name`, `name==1.0` or `name[extra]>=2` (at most 64)",
         ))
-        .items(text(PIP_REQUIREMENT).min_length(Some(1)).max_length(Some(200)))
+        .items(
+            text(PIP_REQUIREMENT)
+                .min_length(Some(1))
+                .max_length(Some(200)),
+        )
         .max_items(Some(64))
         .build()
         .into()
@@ -122,7 +127,9 @@ impl utoipa::PartialSchema for Code {
                 .additional_properties(Some(AdditionalProperties::FreeForm(false)))
         };
         OneOfBuilder::new()
-            .description(Some("The job's code: inline files, or a bundle uploaded earlier."))
+            .description(Some(
+                "The job's code: inline files, or a bundle uploaded earlier.",
+            ))
             .item(variant("CodeFiles", "files", files(0)))
             .item(variant(
                 "CodeBundle",
@@ -143,11 +150,54 @@ impl utoipa::ToSchema for Code {
     }
 }
 
-/// Constraints between fields of the submission types, which the derive
-/// cannot express: only a rollout has a `topology`. utoipa has no `anyOf`
-/// beside `properties`, so the keyword travels with the schema's extensions
-/// (which it writes out as they are).
-pub fn across_fields(components: &mut Components) {
+/// Name of the schema of free-form JSON the service stores: any value whose
+/// strings and keys hold no NUL (Postgres cannot store one in `jsonb`).
+pub const JSON_VALUE: &str = "JsonValue";
+
+/// A reference to [`JSON_VALUE`], for `schema_with`.
+pub fn json_value() -> RefOr<Schema> {
+    Ref::from_schema_name(JSON_VALUE).into()
+}
+
+/// A job's input: any JSON value without NUL, at most 1 MiB.
+pub fn input() -> RefOr<Schema> {
+    let mut input = Ref::from_schema_name(JSON_VALUE);
+    input.description = "Any JSON value, given to the job on stdin and in `$HEARTH_INPUT`: \
+        at most 1 MiB, its strings and keys without NUL"
+        .to_owned();
+    input.into()
+}
+
+fn json_value_schema() -> Schema {
+    AnyOfBuilder::new()
+        .description(Some(
+            "Any JSON value whose strings and object keys hold no NUL (`\\u0000`)",
+        ))
+        .item(ObjectBuilder::new().schema_type(SchemaType::from_iter([
+            Type::Null,
+            Type::Boolean,
+            Type::Number,
+        ])))
+        .item(text(NO_NUL))
+        .item(ArrayBuilder::new().items(json_value()))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property_names(Some(text(NO_NUL)))
+                .additional_properties(Some(AdditionalProperties::RefOr(json_value()))),
+        )
+        .build()
+        .into()
+}
+
+/// Adds what the derive cannot express: the [`JSON_VALUE`] schema, and the
+/// constraint between fields of a submission that only a rollout has a
+/// `topology` (utoipa has no `anyOf` beside `properties`, so the keyword
+/// travels with the schema's extensions, which it writes out as they are).
+pub fn amend(components: &mut Components) {
+    components
+        .schemas
+        .insert(JSON_VALUE.to_owned(), json_value_schema().into());
     if let Some(RefOr::T(Schema::Object(create_job))) = components.schemas.get_mut("CreateJob") {
         let any_of = serde_json::json!([
             {"properties": {"kind": {"const": "rollout"}}},

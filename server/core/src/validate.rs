@@ -28,7 +28,7 @@ pub const RESERVED_ENV: &[&str] = &[
 /// A job submission as it arrives on the wire (`POST /v1/jobs`). Only `kind`,
 /// `profile`, `caller` and `command` are required; only a rollout has a
 /// `topology`. The bounds are the service's default limits.
-// Its schema's constraint across fields: `crate::openapi::across_fields`.
+// Its schema's constraint across fields: `crate::openapi::amend`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +57,7 @@ pub struct CreateJob {
     /// Any JSON value, given to the job on stdin and in `$HEARTH_INPUT`: at
     /// most 1 MiB, its strings and keys without NUL.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::input))]
     pub input: Option<serde_json::Value>,
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(schema_with = crate::openapi::env))]

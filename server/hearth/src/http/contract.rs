@@ -18,9 +18,12 @@ pub struct Contract;
 impl Modify for Contract {
     fn modify(&self, openapi: &mut OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        hearth_core::openapi::across_fields(components);
+        hearth_core::openapi::amend(components);
         let mut streams = false;
-        let secured_by_default = openapi.security.as_ref().is_some_and(|reqs| requires_auth(reqs));
+        let secured_by_default = openapi
+            .security
+            .as_ref()
+            .is_some_and(|reqs| requires_auth(reqs));
         for (path, item) in openapi.paths.paths.iter_mut() {
             for op in operations(item) {
                 let secured = op
@@ -86,7 +89,11 @@ fn drop_null(param: &mut Parameter) {
         return;
     };
     if let SchemaType::Array(types) = &schema.schema_type {
-        let kept: Vec<Type> = types.iter().filter(|t| **t != Type::Null).cloned().collect();
+        let kept: Vec<Type> = types
+            .iter()
+            .filter(|t| **t != Type::Null)
+            .cloned()
+            .collect();
         schema.schema_type = match kept.as_slice() {
             [one] => SchemaType::Type(one.clone()),
             _ => SchemaType::Array(kept),
@@ -127,7 +134,8 @@ fn add_errors(path: &str, op: &mut Operation, secured: bool) {
     add("default", DEFAULT);
 }
 
-const BAD_REQUEST: &str = "`invalid_request`: a path or query parameter, a header or the body could not be parsed";
+const BAD_REQUEST: &str =
+    "`invalid_request`: a path or query parameter, a header or the body could not be parsed";
 const UNAUTHORIZED: &str = "`unauthorized`: missing, unknown, revoked or expired credentials";
 const FORBIDDEN: &str = "`forbidden`: the admin API is disabled (no admin token is configured)";
 const NOT_FOUND: &str = "`not_found`: no such resource (for this tenant)";
@@ -259,7 +267,10 @@ mod tests {
     fn every_response_has_a_description_and_every_error_is_an_error_body() {
         for (path, method, op) in operations(&doc()) {
             let responses = op["responses"].as_object().unwrap();
-            assert!(responses.contains_key("default"), "{method} {path}: no default");
+            assert!(
+                responses.contains_key("default"),
+                "{method} {path}: no default"
+            );
             for (status, r) in responses {
                 let what = format!("{method} {path} {status}");
                 assert!(
@@ -290,7 +301,10 @@ mod tests {
             for p in op["parameters"].as_array().into_iter().flatten() {
                 let name = p["name"].as_str().unwrap();
                 if p["in"] == "path" {
-                    assert!(path.contains(&format!("{{{name}}}")), "{method} {path}: {name}");
+                    assert!(
+                        path.contains(&format!("{{{name}}}")),
+                        "{method} {path}: {name}"
+                    );
                 }
                 assert!(
                     !p["schema"]["type"]

@@ -83,7 +83,9 @@ async fn list_pod_events(
             .ok_or_else(|| ApiError::InvalidRequest("invalid cursor".to_owned()))?,
     };
     if id.contains('\0') {
-        return Err(ApiError::InvalidRequest("the pod id may not contain NUL".to_owned()));
+        return Err(ApiError::InvalidRequest(
+            "the pod id may not contain NUL".to_owned(),
+        ));
     }
     if !hearth_store::pod_event::served(&state.db, tenant.tenant_id, &id).await? {
         return Err(ApiError::NotFound("pod"));

@@ -6,7 +6,10 @@
 //! nothing and learns every id from the store's numbering, whichever replica
 //! it is on.
 //!
-//! A batch waits [`LINGER`] for company unless someone waits for it
+//! States are written at once, so that a job's end rarely finds any of its
+//! events still unwritten. A batch holding output lines waits [`LINGER`] for
+//! more, so that a chatty job costs a few inserts and announcements a second
+//! rather than one per line, unless someone waits for it
 //! ([`Journal::flush`]: a job's end is recorded only once its events are
 //! stored, so a stream that sees the end has seen every event). What waits to
 //! be written is bounded by the jobs running here: each run hands over at
@@ -26,7 +29,7 @@ use uuid::Uuid;
 
 use super::{Hub, JobEvent, Logged};
 
-/// How long the first event of a batch waits for others.
+/// How long a batch holding output lines waits for more.
 pub(super) const LINGER: Duration = Duration::from_millis(20);
 /// Events per insert.
 const BATCH: usize = 1024;
@@ -79,14 +82,21 @@ async fn write(hub: Weak<Hub>, db: PgPool, mut rx: mpsc::UnboundedReceiver<Entry
             return;
         }
         let deadline = Instant::now() + LINGER;
-        let mut flush = pending.iter().any(|e| matches!(e, Entry::Flush(_)));
-        while open && !flush && pending.len() < BATCH {
-            let before = pending.len();
-            tokio::select! {
-                n = rx.recv_many(&mut pending, BATCH - before) => {
-                    open = n > 0;
-                    flush = pending[before..].iter().any(|e| matches!(e, Entry::Flush(_)));
+        let (mut flush, mut output) = (false, false);
+        let mut seen = 0;
+        loop {
+            for e in &pending[seen..] {
+                match e {
+                    Entry::Flush(_) => flush = true,
+                    Entry::Event(e) => output |= matches!(e.body, Body::Output { .. }),
                 }
+            }
+            seen = pending.len();
+            if !open || flush || !output || pending.len() >= BATCH {
+                break;
+            }
+            tokio::select! {
+                n = rx.recv_many(&mut pending, BATCH - seen) => open = n > 0,
                 () = tokio::time::sleep_until(deadline) => break,
             }
         }

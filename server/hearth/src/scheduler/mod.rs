@@ -345,6 +345,14 @@ struct State {
 }
 
 impl State {
+    /// Whether `pod` of `profile` is still the runtime's pod `runtime_id`.
+    fn owns(&self, profile: &str, pod: PodId, runtime_id: &str) -> bool {
+        self.pools
+            .get(profile)
+            .and_then(|pp| pp.slots.get(&pod))
+            .is_some_and(|slot| slot.runtime_id == runtime_id)
+    }
+
     fn tenant_id(&mut self, tenant: Uuid) -> TenantId {
         let next = TenantId(self.tenants.len() as u64);
         let id = *self.tenants.entry(tenant).or_insert(next);
@@ -482,6 +490,8 @@ struct Inner {
     relaxed: PgPool,
     runtime: Arc<dyn Runtime>,
     hub: Arc<Hub>,
+    /// The profiles the pools are built from (again after a step-down).
+    profiles: Arc<BTreeMap<String, Profile>>,
     settings: Settings,
     metrics: Arc<Metrics>,
     recorder: record::Recorder,
@@ -587,6 +597,49 @@ impl Scheduler {
         settings: Settings,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Self> {
+        let pools = build_pools(&profiles, &settings)?;
+        // State changes reach the other replicas through the store.
+        hub.start_announcing(db.clone());
+        // Job events (states, output lines) are written in batches, relaxed
+        // like the intermediate transitions: the durable commit of a job's
+        // end, which waits for them, makes them durable too.
+        hub.start_journal(relaxed.clone());
+        let replica = leader::Replica::new();
+        tracing::info!(replica_id = %replica.id, "replica id");
+        Ok(Scheduler {
+            inner: Arc::new(Inner {
+                recorder: record::Recorder::start(db.clone()),
+                db,
+                relaxed,
+                runtime,
+                hub,
+                profiles,
+                settings,
+                metrics,
+                epoch: Instant::now(),
+                state: Mutex::new(State {
+                    pools,
+                    ..State::default()
+                }),
+                wake: Notify::new(),
+                replica,
+                job_tasks: AtomicUsize::new(0),
+                leadership: AtomicI64::new(0),
+                next_task: AtomicU64::new(0),
+                job_tasks_ended: Notify::new(),
+                aborts: Mutex::default(),
+            }),
+        })
+    }
+}
+
+/// One empty pool per profile; fails on a pool configuration the policy
+/// refuses.
+fn build_pools(
+    profiles: &BTreeMap<String, Profile>,
+    settings: &Settings,
+) -> anyhow::Result<BTreeMap<String, ProfilePool>> {
+    {
         let mut pools = BTreeMap::new();
         let partition = settings.pools.partition(profiles.values());
         for p in profiles.values() {
@@ -610,39 +663,11 @@ impl Scheduler {
                 },
             );
         }
-        // State changes reach the other replicas through the store.
-        hub.start_announcing(db.clone());
-        // Job events (states, output lines) are written in batches, relaxed
-        // like the intermediate transitions: the durable commit of a job's
-        // end, which waits for them, makes them durable too.
-        hub.start_journal(relaxed.clone());
-        let replica = leader::Replica::new();
-        tracing::info!(replica_id = %replica.id, "replica id");
-        Ok(Scheduler {
-            inner: Arc::new(Inner {
-                recorder: record::Recorder::start(db.clone()),
-                db,
-                relaxed,
-                runtime,
-                hub,
-                settings,
-                metrics,
-                epoch: Instant::now(),
-                state: Mutex::new(State {
-                    pools,
-                    ..State::default()
-                }),
-                wake: Notify::new(),
-                replica,
-                job_tasks: AtomicUsize::new(0),
-                leadership: AtomicI64::new(0),
-                next_task: AtomicU64::new(0),
-                job_tasks_ended: Notify::new(),
-                aborts: Mutex::default(),
-            }),
-        })
+        Ok(pools)
     }
+}
 
+impl Scheduler {
     /// Runs a job task, counted until it ends (see [`Scheduler::drained`]);
     /// false, and nothing runs, once the service is shutting down. Checked
     /// and counted under the state lock, so that a draining leader that sees
@@ -1016,7 +1041,10 @@ impl Scheduler {
             Ok(p) => {
                 let orphan = {
                     let mut st = self.state();
-                    self.pod_started(&mut st, &profile, pod, p, &mut actions)
+                    // A pool rebuilt meanwhile (a step-down) may number
+                    // another pod alike: only its own slot takes it.
+                    !st.owns(&profile, pod, &runtime_id)
+                        || self.pod_started(&mut st, &profile, pod, p, &mut actions)
                 };
                 if orphan {
                     let _ = self.inner.runtime.stop_pod(&runtime_id).await;
@@ -1030,6 +1058,9 @@ impl Scheduler {
                 }
                 tokio::time::sleep_until(began + START_RETRY_GAP).await;
                 let mut st = self.state();
+                if !st.owns(&profile, pod, &runtime_id) {
+                    return;
+                }
                 self.pod_gone(
                     &mut st,
                     &profile,
@@ -1497,15 +1528,61 @@ impl Scheduler {
     pub async fn run(self) {
         let listen = self.listen();
         tokio::pin!(listen);
-        tokio::select! {
-            () = &mut listen => {}
-            () = self.lead() => {}
+        loop {
+            tokio::select! {
+                () = &mut listen => return,
+                () = self.lead() => {}
+            }
+            if self.state().draining {
+                // Shutting down: this replica's watchers still hear the jobs
+                // other replicas run until the process ends.
+                listen.await;
+                return;
+            }
+            // The lease went with its connection (the database restarted, or
+            // the connection was cut): another replica may lead now. Step
+            // down and compete for the lease again; the next leader, this
+            // one or another, re-queues the jobs that ran here.
+            self.step_down().await;
         }
-        if self.state().draining {
-            // Shutting down: this replica's watchers still hear the jobs
-            // other replicas run until the process ends.
-            listen.await;
-        }
+    }
+
+    /// Forgets everything this replica held as the leader: its job tasks
+    /// end (their writes would be refused by the new epoch anyway), its pods
+    /// are stopped, and its pools start empty.
+    async fn step_down(&self) {
+        let halted = self.halt();
+        let pods: Vec<String> = {
+            let mut st = self.state();
+            let pods = st
+                .pools
+                .values()
+                .flat_map(|pp| pp.by_runtime.keys().cloned())
+                .collect();
+            match build_pools(&self.inner.profiles, &self.inner.settings) {
+                Ok(pools) => {
+                    *st = State {
+                        pools,
+                        draining: st.draining,
+                        ..State::default()
+                    };
+                }
+                // Built from the same configuration at start: cannot fail.
+                Err(e) => tracing::error!(error = %e, "rebuilding the pools failed"),
+            }
+            pods
+        };
+        self.inner.metrics.set_leader(false);
+        let stopped =
+            futures::future::join_all(pods.iter().map(|pod| self.inner.runtime.stop_pod(pod)))
+                .await;
+        let failed = stopped.iter().filter(|r| r.is_err()).count();
+        tracing::warn!(
+            jobs = halted,
+            pods = pods.len(),
+            failed,
+            "stepped down after losing the lease; competing for it again"
+        );
     }
 
     async fn lead(&self) {
