@@ -1,0 +1,196 @@
+//! What the API shows of the pools: pod counts, the tenant's view of a
+//! pool, gauges for /metrics, and tenant budgets. Reads the scheduler's
+//! state; changes nothing but budgets.
+
+use super::*;
+
+/// Pods of one profile by state, for the profiles API.
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct PodCounts {
+    pub starting: u32,
+    /// Started and unbound, ready for any caller's job.
+    pub standby: u32,
+    pub active: u32,
+    pub warm: u32,
+    pub stopping: u32,
+}
+
+/// A pool as one tenant may see it.
+#[derive(Debug, Clone)]
+pub struct PoolView {
+    pub profile: String,
+    pub gpus: Gpus,
+    pub snapshot: Snapshot,
+    /// The viewer's number in the policy, if it has one.
+    pub tenant: Option<TenantId>,
+    pub tenant_bounds: Bounds,
+    /// Names of the viewer's own callers.
+    pub callers: HashMap<CallerId, String>,
+}
+
+/// A tenant budget the pools refuse.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    #[error("unknown profile `{0}`")]
+    UnknownProfile(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Scheduler {
+    /// Pod counts per profile.
+    pub fn pod_counts(&self) -> BTreeMap<String, PodCounts> {
+        let st = self.state();
+        st.pools
+            .iter()
+            .map(|(name, pp)| {
+                let c = pp.pool.snapshot().pods;
+                (
+                    name.clone(),
+                    PodCounts {
+                        starting: c.starting,
+                        standby: c.standby,
+                        active: c.active + c.reserved,
+                        warm: c.warm,
+                        stopping: c.draining,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Jobs waiting for pods.
+    pub fn queue_depth(&self) -> usize {
+        let st = self.state();
+        st.jobs.values().filter(|j| !j.running).count()
+    }
+
+    /// The pool of `profile` as `tenant` may see it.
+    pub fn pool_view(&self, profile: &str, tenant: Uuid) -> Option<PoolView> {
+        let st = self.state();
+        let pp = st.pools.get(profile)?;
+        let tenant_id = st.tenants.get(&tenant).copied();
+        let config = pp.pool.config();
+        Some(PoolView {
+            profile: profile.to_owned(),
+            gpus: Gpus {
+                count: config.gpus,
+                real: self.inner.settings.pools.gpus.real,
+            },
+            snapshot: pp.pool.snapshot(),
+            tenant: tenant_id,
+            tenant_bounds: tenant_id.map_or(config.budget.tenant, |t| config.tenant_bounds(t)),
+            callers: st
+                .caller_names
+                .iter()
+                .filter(|(_, (t, _))| *t == tenant)
+                .map(|(&id, (_, name))| (id, name.clone()))
+                .collect(),
+        })
+    }
+
+    /// The profiles with pools.
+    pub fn pool_names(&self) -> Vec<String> {
+        self.state().pools.keys().cloned().collect()
+    }
+
+    /// Gauges of every pool, for `/metrics`; none on a replica that does not
+    /// lead, whose pools hold nothing (the leader's figures are the truth).
+    pub fn pool_gauges(&self) -> Vec<PoolGauges> {
+        let now = self.now();
+        let st = self.state();
+        if !st.leading {
+            return Vec::new();
+        }
+        st.pools
+            .iter()
+            .map(|(name, pp)| {
+                let snap = pp.pool.snapshot();
+                let c = snap.pods;
+                let g = pp.gpu_seconds(now);
+                PoolGauges {
+                    profile: name.clone(),
+                    pods: vec![
+                        ("starting", c.starting),
+                        ("standby", c.standby),
+                        ("warm", c.warm),
+                        ("reserved", c.reserved),
+                        ("active", c.active),
+                        ("draining", c.draining),
+                    ],
+                    gpu_seconds: vec![
+                        ("active", g[0]),
+                        ("warm", g[1]),
+                        ("standby", g[2]),
+                        ("draining", g[3]),
+                    ],
+                    budget_gpus: snap.budget.map(|b| b.gpus),
+                    queue_depth: snap.queued_jobs,
+                }
+            })
+            .collect()
+    }
+
+    /// Checks a tenant budget against `profile`'s pool, in shares.
+    pub fn budget_bounds(
+        &self,
+        profile: &str,
+        floor_gpus: f64,
+        ceiling_gpus: f64,
+    ) -> Result<Bounds, BudgetError> {
+        let st = self.state();
+        let pp = st
+            .pools
+            .get(profile)
+            .ok_or_else(|| BudgetError::UnknownProfile(profile.to_owned()))?;
+        let per = pp.pool.config().shares_per_gpu;
+        let shares = |what: &str, gpus: f64| {
+            Shares::from_gpus(gpus, per).ok_or_else(|| {
+                BudgetError::Invalid(format!(
+                    "{what} must be a non-negative multiple of 1/{per} GPU"
+                ))
+            })
+        };
+        let bounds = Bounds {
+            floor: shares("floor_gpus", floor_gpus)?,
+            ceiling: shares("ceiling_gpus", ceiling_gpus)?,
+        };
+        if bounds.floor > bounds.ceiling {
+            return Err(BudgetError::Invalid(
+                "floor_gpus exceeds ceiling_gpus".to_owned(),
+            ));
+        }
+        Ok(bounds)
+    }
+
+    /// Applies a tenant's budget to the live pool of `profile`.
+    pub fn set_tenant_budget(
+        &self,
+        tenant: Uuid,
+        profile: &str,
+        floor_gpus: f64,
+        ceiling_gpus: f64,
+    ) -> Result<(), BudgetError> {
+        let bounds = self.budget_bounds(profile, floor_gpus, ceiling_gpus)?;
+        let mut actions = Vec::new();
+        {
+            let mut st = self.state();
+            let id = st.tenant_id(tenant);
+            let leading = st.leading;
+            let Some(pp) = st.pools.get_mut(profile) else {
+                return Err(BudgetError::UnknownProfile(profile.to_owned()));
+            };
+            if pp.pool.config().budget.tenants.get(&id) == Some(&bounds) {
+                return Ok(());
+            }
+            pp.pool
+                .set_tenant_bounds(id, Some(bounds))
+                .map_err(|e| BudgetError::Invalid(e.to_string()))?;
+            if leading && let Err(e) = self.feed(&mut st, profile, Event::Tick, &mut actions) {
+                tracing::error!(%profile, error = %e, "pool tick failed");
+            }
+        }
+        self.perform(actions);
+        Ok(())
+    }
+}
