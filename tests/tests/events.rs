@@ -1,8 +1,9 @@
 //! Event streams that resume: every event has an id; a stream replays the
 //! job's events from its acceptance (or from just after `Last-Event-ID` /
 //! `?after=`), follows it live without a gap or a duplicate at the seam, and
-//! ends with `done`, also for a job that finished before the client came.
-//! Streams through a replica that does not lead are in `replicas.rs`.
+//! ends with `done`, also for a job that finished before the client came or
+//! that ran again after its pod was lost. Streams through a replica that does
+//! not lead are in `replicas.rs`.
 
 use std::time::Duration;
 
@@ -340,4 +341,60 @@ async fn output_events_stay_within_the_log_limit() {
     let (_, logs) = app.get(&t.key, &format!("/v1/jobs/{id}/logs")).await;
     let logged: Vec<&str> = logs["stdout"].as_str().unwrap().lines().collect();
     assert_eq!(lines, logged, "the stream shows what the logs keep");
+}
+
+/// The agent's pid of the runtime pod `pod_id`, from its directory's
+/// `agent.pid` under the state directory.
+fn agent_pid(state: &std::path::Path, pod_id: &str) -> u32 {
+    for entry in std::fs::read_dir(state).expect("the state dir").flatten() {
+        let pid_file = entry.path().join(pod_id).join("agent.pid");
+        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+            return pid.trim().parse().expect("a pid");
+        }
+    }
+    panic!("no agent.pid for pod {pod_id} under {}", state.display());
+}
+
+#[tokio::test]
+async fn a_job_run_again_after_its_pod_was_lost_streams_both_runs() {
+    let config = config();
+    let state = config.state_dir.clone();
+    let app = spawn_app_with(config).await;
+    let t = app.create_tenant("rerun").await;
+    let script = "echo attempt $HEARTH_ATTEMPT\n\
+                  if [ \"$HEARTH_ATTEMPT\" = 1 ]; then sleep 120; fi\n\
+                  echo finished\n";
+    let (_, v) = app.submit(&t.key, &sh_job("rerun", script), None).await;
+    let id = v["id"].as_str().unwrap().to_owned();
+
+    // Follow it live through the loss of its first pod.
+    let mut live = Events::open(&app, &t.key, &id, "", None).await.unwrap();
+    let mut seen = Vec::new();
+    while lines(&seen).is_empty() {
+        seen.push(live.next().await.expect("the first run's line"));
+    }
+    let (_, job) = app.get(&t.key, &format!("/v1/jobs/{id}")).await;
+    let pod = job["pods"][0].as_str().unwrap();
+    let kill = std::process::Command::new("kill")
+        .args(["-KILL", &agent_pid(&state, pod).to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    seen.extend(live.rest().await);
+
+    assert_ids_increase(&seen);
+    assert_eq!(lines(&seen), ["attempt 1", "attempt 2", "finished"]);
+    assert_eq!(
+        states(&seen),
+        [
+            "queued", "assigned", "running", "queued", "assigned", "running"
+        ]
+    );
+    let done = seen.last().unwrap();
+    assert_eq!(
+        (&done.data["state"], &done.data["attempts"]),
+        (&json!("succeeded"), &json!(2))
+    );
+    // A replay tells the same story with the same ids.
+    assert_eq!(all_events(&app, &t.key, &id).await, seen);
 }

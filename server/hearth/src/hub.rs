@@ -4,22 +4,21 @@
 //!
 //! A job's channel exists only while someone watches it ([`Hub::watch`]) and
 //! goes with its last watcher, so a replica keeps nothing for the jobs nobody
-//! watches. The scheduler hands over what happens to the jobs it runs (states
+//! watches. The scheduler hands over what happens to the jobs it runs: states
 //! and output lines, which the [`journal`] writes to the store and then
-//! publishes with their ids; the final row, published at once). Every state
-//! change is also announced on the
-//! store's notification channel ([`hearth_store::job::CHANNEL`]); each
-//! replica's listener hands what it hears to [`Hub::stored`], which wakes that
-//! job's watchers there. Watchers then read the job row again, so a lost
-//! notification only delays them (they also read it every few seconds), and
-//! never misleads them.
+//! publishes with their ids, and the final row, published at once. Every
+//! state change is also announced on the store's notification channel
+//! ([`hearth_store::job::CHANNEL`]); each replica's listener hands what it
+//! hears to [`Hub::stored`], which wakes that job's watchers there. Watchers
+//! then read the job (and its stored events) again, so a lost notification
+//! only delays them (they also read it every few seconds), and never misleads
+//! them.
 //!
 //! It may not touch HTTP or the scheduler.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-
 use std::time::Duration;
 
 use hearth_core::State;
@@ -197,15 +196,15 @@ impl Hub {
         }
     }
 
-    /// Waits until every event handed over so far is stored (at most a few
-    /// seconds: a job's end is not held up for long by a store that refuses
-    /// its events). Call it before recording a job's end, so that whoever
-    /// sees the end finds all its events.
-    pub async fn flush(&self) {
+    /// Waits until every event of a job handed over so far is stored (at
+    /// most a few seconds: a job's end is not held up for long by a store
+    /// that refuses its events). Call it before recording a job's end, so
+    /// that whoever sees the end finds all its events.
+    pub async fn flush(&self, job_id: Uuid) {
         if let Some(journal) = self.journal.get()
-            && !journal.flush(FLUSH_LIMIT).await
+            && !journal.flush(job_id, FLUSH_LIMIT).await
         {
-            tracing::warn!("job events not written in time; a job's end is recorded before them");
+            tracing::warn!(%job_id, "job events not written in time; the job's end is recorded before them");
         }
     }
 

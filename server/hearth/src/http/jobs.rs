@@ -506,6 +506,10 @@ fn resume_after(headers: &HeaderMap, after: Option<i64>) -> ApiResult<Option<i64
             v => Some(v.parse::<i64>().map_err(|_| invalid())?),
         },
     };
+    // Both are checked, whichever wins: a bad one is an error either way.
+    if after.is_some_and(|a| a < 0) {
+        return Err(invalid());
+    }
     match header.or(after) {
         Some(a) if a < 0 => Err(invalid()),
         a => Ok(a),
@@ -527,9 +531,10 @@ struct Follow {
     /// The job as last read (or as its end was published), when it was read
     /// before the stored events that are still to be read.
     row: Option<JobRow>,
-    /// This replica writes the job's events and hands them over as they are
-    /// stored, so announcements of them need not be read back.
-    local: bool,
+    /// Until then, this replica is taken to write the job's events and to
+    /// hand them over as they are stored (it just did), so announcements of
+    /// them need not be read back.
+    local_until: Instant,
     ended: bool,
 }
 
@@ -575,7 +580,7 @@ impl Follow {
     async fn wait(&mut self) {
         match self.watch.next(Instant::now() + RECHECK).await {
             Wake::Event(JobEvent::Logged(e)) => {
-                self.local = true;
+                self.local_until = Instant::now() + RECHECK;
                 if e.seq == self.last + 1 {
                     self.push(e.seq, &e.body);
                 } else if e.seq > self.last + 1 {
@@ -589,7 +594,8 @@ impl Follow {
                 self.row = Some((*row).clone());
                 self.read = true;
             }
-            Wake::Event(JobEvent::Stored(Some(s))) if self.local && !s.is_terminal() => {}
+            Wake::Event(JobEvent::Stored(Some(s)))
+                if !s.is_terminal() && Instant::now() < self.local_until => {}
             Wake::Event(JobEvent::Stored(_)) | Wake::Missed(_) | Wake::Timeout => {
                 self.read = true;
             }
@@ -714,7 +720,7 @@ async fn get_job_events(
         queue: VecDeque::new(),
         read: true,
         row: Some(row),
-        local: false,
+        local_until: Instant::now(),
         ended: false,
     };
     if after.is_none() {

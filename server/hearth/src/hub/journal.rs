@@ -6,17 +6,20 @@
 //! nothing and learns every id from the store's numbering, whichever replica
 //! it is on.
 //!
-//! States are written at once, so that a job's end rarely finds any of its
-//! events still unwritten. A batch holding output lines waits [`LINGER`] for
-//! more, so that a chatty job costs a few inserts and announcements a second
-//! rather than one per line, unless someone waits for it
-//! ([`Journal::flush`]: a job's end is recorded only once its events are
-//! stored, so a stream that sees the end has seen every event). What waits to
-//! be written is bounded by the jobs running here: each run hands over at
-//! most the log limit of output per stream.
+//! A batch waits up to [`LINGER`] for company, so that a chatty job costs a
+//! few inserts and announcements a second rather than one per line, and a
+//! short job's `assigned` and `running` go in one insert. It is written at
+//! once when it holds a state that a job's end may soon follow (`running`,
+//! `queued`), so that the end rarely finds any of its job's events
+//! unwritten, or when someone waits for it ([`Journal::flush`]: a job's end
+//! is recorded only once its events are stored, so a stream that sees the
+//! end has seen every event). What waits to be written is bounded by the jobs
+//! running here: each run hands over at most the log limit of output per
+//! stream.
 
 use std::collections::HashMap;
-use std::sync::Weak;
+use std::collections::hash_map::Entry as Slot;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use hearth_core::State;
@@ -29,8 +32,8 @@ use uuid::Uuid;
 
 use super::{Hub, JobEvent, Logged};
 
-/// How long a batch holding output lines waits for more.
-pub(super) const LINGER: Duration = Duration::from_millis(20);
+/// How long a batch waits for company.
+const LINGER: Duration = Duration::from_millis(20);
 /// Events per insert.
 const BATCH: usize = 1024;
 /// Bytes of output per insert (a batch takes at least one event).
@@ -44,28 +47,38 @@ pub(super) enum Entry {
     Flush(oneshot::Sender<()>),
 }
 
+/// Events handed over and not yet written (or dropped), per job.
+type Unwritten = Arc<Mutex<HashMap<Uuid, usize>>>;
+
 /// The sending end; the writer ends once it is dropped and everything handed
 /// over is written.
 #[derive(Debug)]
 pub(super) struct Journal {
     tx: mpsc::UnboundedSender<Entry>,
+    unwritten: Unwritten,
 }
 
 impl Journal {
     pub(super) fn start(hub: Weak<Hub>, db: PgPool) -> Journal {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write(hub, db, rx));
-        Journal { tx }
+        let unwritten = Unwritten::default();
+        tokio::spawn(write(hub, db, rx, unwritten.clone()));
+        Journal { tx, unwritten }
     }
 
     pub(super) fn send(&self, event: NewJobEvent) {
+        *lock(&self.unwritten).entry(event.job_id).or_default() += 1;
         // The writer outlives every sender.
         let _ = self.tx.send(Entry::Event(event));
     }
 
-    /// Waits until everything handed over so far is written, at most `limit`.
-    /// Returns whether it was.
-    pub(super) async fn flush(&self, limit: Duration) -> bool {
+    /// Waits until every event of `job_id` handed over so far is written, at
+    /// most `limit` (at once when none is left). Returns whether they were.
+    pub(super) async fn flush(&self, job_id: Uuid, limit: Duration) -> bool {
+        if !lock(&self.unwritten).contains_key(&job_id) {
+            return true;
+        }
+        // Everything handed over before it is written when it is answered.
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Entry::Flush(tx)).is_err() {
             return false;
@@ -74,7 +87,16 @@ impl Journal {
     }
 }
 
-async fn write(hub: Weak<Hub>, db: PgPool, mut rx: mpsc::UnboundedReceiver<Entry>) {
+fn lock(unwritten: &Unwritten) -> std::sync::MutexGuard<'_, HashMap<Uuid, usize>> {
+    unwritten.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn write(
+    hub: Weak<Hub>,
+    db: PgPool,
+    mut rx: mpsc::UnboundedReceiver<Entry>,
+    unwritten: Unwritten,
+) {
     let mut pending: Vec<Entry> = Vec::new();
     let mut open = true;
     while open || !pending.is_empty() {
@@ -82,17 +104,15 @@ async fn write(hub: Weak<Hub>, db: PgPool, mut rx: mpsc::UnboundedReceiver<Entry
             return;
         }
         let deadline = Instant::now() + LINGER;
-        let (mut flush, mut output) = (false, false);
+        let mut now = false;
         let mut seen = 0;
         loop {
-            for e in &pending[seen..] {
-                match e {
-                    Entry::Flush(_) => flush = true,
-                    Entry::Event(e) => output |= matches!(e.body, Body::Output { .. }),
-                }
-            }
+            now |= pending[seen..].iter().any(|e| match e {
+                Entry::Flush(_) => true,
+                Entry::Event(e) => matches!(e.body, Body::State(s) if s != State::Assigned),
+            });
             seen = pending.len();
-            if !open || flush || !output || pending.len() >= BATCH {
+            if !open || now || pending.len() >= BATCH {
                 break;
             }
             tokio::select! {
@@ -112,11 +132,11 @@ async fn write(hub: Weak<Hub>, db: PgPool, mut rx: mpsc::UnboundedReceiver<Entry
             take += 1;
         }
         let batch: Vec<Entry> = pending.drain(..take).collect();
-        write_batch(&hub, &db, batch).await;
+        write_batch(&hub, &db, &unwritten, batch).await;
     }
 }
 
-async fn write_batch(hub: &Weak<Hub>, db: &PgPool, batch: Vec<Entry>) {
+async fn write_batch(hub: &Weak<Hub>, db: &PgPool, unwritten: &Unwritten, batch: Vec<Entry>) {
     let mut events = Vec::with_capacity(batch.len());
     let mut flushes = Vec::new();
     for e in batch {
@@ -141,8 +161,22 @@ async fn write_batch(hub: &Weak<Hub>, db: &PgPool, batch: Vec<Entry>) {
                 }
             }
         };
+        let mut done: HashMap<Uuid, usize> = HashMap::new();
+        for e in &events {
+            *done.entry(e.job_id).or_default() += 1;
+        }
         if let (Some(firsts), Some(hub)) = (firsts, hub.upgrade()) {
             written(&hub, events, firsts);
+        }
+        // Written (or given up on) and handed to the watchers here.
+        let mut unwritten = lock(unwritten);
+        for (job_id, n) in done {
+            if let Slot::Occupied(mut left) = unwritten.entry(job_id) {
+                *left.get_mut() = left.get().saturating_sub(n);
+                if *left.get() == 0 {
+                    left.remove();
+                }
+            }
         }
     }
     for tx in flushes {
@@ -165,10 +199,10 @@ fn written(hub: &Hub, events: Vec<NewJobEvent>, firsts: Vec<(Uuid, i64)>) {
             Body::Output { .. } => State::Running,
         };
         match announce.entry(e.job_id) {
-            std::collections::hash_map::Entry::Vacant(v) => {
+            Slot::Vacant(v) => {
                 v.insert((e.tenant_id, state));
             }
-            std::collections::hash_map::Entry::Occupied(mut o) => {
+            Slot::Occupied(mut o) => {
                 if matches!(e.body, Body::State(_)) {
                     o.get_mut().1 = state;
                 }
@@ -176,7 +210,7 @@ fn written(hub: &Hub, events: Vec<NewJobEvent>, firsts: Vec<(Uuid, i64)>) {
         }
         hub.publish(
             e.job_id,
-            JobEvent::Logged(std::sync::Arc::new(Logged {
+            JobEvent::Logged(Arc::new(Logged {
                 seq: *seq,
                 body: e.body,
             })),

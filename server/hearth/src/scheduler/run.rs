@@ -284,7 +284,7 @@ impl Scheduler {
     pub(super) async fn record_end(&self, job: &Queued, finish: Finish) {
         let started = SystemTime::now();
         // Whoever sees the end finds every event of the job stored.
-        self.inner.hub.flush().await;
+        self.inner.hub.flush(job.job_id).await;
         let db = &self.inner.db;
         let mut finish = finish;
         let mut attempt = 0;
@@ -633,15 +633,17 @@ impl Scheduler {
                                 // The exemplar leads from a slow bucket to a trace that was kept.
                                 let trace = job.trace.as_ref().filter(|t| t.is_sampled()).map(|t| t.trace_id());
                                 self.inner.metrics.job_started(&placement.profile, placement.source, start_s, trace);
+                                // The job's events say it runs before its
+                                // first line, and the event is written while
+                                // it runs (its end waits for its events).
+                                self.inner.hub.state(self.epoch(), job.job_id, job.tenant_id, State::Running);
                                 // Off the frame loop: the job's lines and end
                                 // need not wait for the row; the end waits
                                 // for it below, so states stay in order.
-                                let (this, job_id, tenant_id) = (self.clone(), job.job_id, job.tenant_id);
+                                let (this, job_id) = (self.clone(), job.job_id);
                                 recording_start = Some(tokio::spawn(async move {
-                                    match hearth_store::job::start(&this.inner.relaxed, this.epoch(), job_id, acquire_ms, bind_ms).await {
-                                        Ok(true) => this.inner.hub.state(this.epoch(), job_id, tenant_id, State::Running),
-                                        Ok(false) => {}
-                                        Err(e) => tracing::error!(%job_id, error = %e, "recording the start failed"),
+                                    if let Err(e) = hearth_store::job::start(&this.inner.relaxed, this.epoch(), job_id, acquire_ms, bind_ms).await {
+                                        tracing::error!(%job_id, error = %e, "recording the start failed");
                                     }
                                 }));
                             }
