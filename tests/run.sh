@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null || ! command -v slirp4netns >/dev/null || ! command -v openssl >/dev/null; then
-    echo "installing bubblewrap, slirp4netns and openssl"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns openssl >/dev/null
+if ! command -v bwrap >/dev/null || ! command -v slirp4netns >/dev/null || ! command -v openssl >/dev/null \
+    || ! { command -v ip || test -x /usr/sbin/ip; } >/dev/null; then
+    echo "installing bubblewrap, slirp4netns, iproute2 and openssl"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns iproute2 openssl >/dev/null
 fi
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then

@@ -57,7 +57,7 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
                     &NewJob {
                         job_id: id,
                         tenant_id,
-                        kind: "tool_call",
+                        kind: hearth_core::Kind::ToolCall,
                         profile: "cpu-small",
                         caller: &caller,
                         priority: 0,
@@ -69,17 +69,23 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
                 )
                 .await
                 .unwrap();
-                hearth_store::job::assign(&relaxed, epoch, id, "warm", &["pod".to_owned()], 0.1)
-                    .await
-                    .unwrap();
+                hearth_store::job::assign(
+                    &relaxed,
+                    epoch,
+                    id,
+                    hearth_core::Source::Warm,
+                    &["pod".to_owned()],
+                    0.1,
+                )
+                .await
+                .unwrap();
                 hearth_store::job::start(&relaxed, epoch, id, 0.1, 0.1)
                     .await
                     .unwrap();
                 let f = Finish {
-                    state: "succeeded".into(),
                     exit_code: Some(0),
                     run_ms: Some(1.0),
-                    ..Finish::default()
+                    ..Finish::new(hearth_core::State::Succeeded)
                 };
                 hearth_store::job::finish(&mut conn, epoch, id, &f)
                     .await

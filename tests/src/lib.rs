@@ -3,7 +3,7 @@
 //! and the real local runtime, and talk HTTP to it.
 
 use std::ops::{Deref, DerefMut};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -141,6 +141,103 @@ pub fn agent_bin() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A free TCP port on loopback (free when asked; a test binds it soon after).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A `hearth serve` process of the workspace's build, as an operator runs
+/// it: its own port and state directory, settings from the environment.
+/// Killed (SIGKILL) and reaped when dropped.
+#[derive(Debug)]
+pub struct Served {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+}
+
+impl Served {
+    /// Starts `hearth serve` on the database `db` with pods under `state`
+    /// (and the test admin token), `env` added to or overriding its
+    /// settings, and waits until `/healthz` answers 200. Panics if it exits
+    /// or has not answered within 30 s.
+    pub async fn start(db: &str, state: &Path, env: &[(&str, &str)]) -> Served {
+        let port = free_port();
+        let mut cmd = std::process::Command::new(bin_dir().join("hearth"));
+        cmd.arg("serve")
+            .env("DATABASE_URL", db)
+            .env("HEARTH_LISTEN", format!("127.0.0.1:{port}"))
+            .env("HEARTH_STATE_DIR", state)
+            .env("HEARTH_AGENT_BIN", agent_bin())
+            .env("HEARTH_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut served = Served {
+            child: cmd
+                .spawn()
+                .expect("hearth binary (cargo build --workspace --bins)"),
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let http = reqwest::Client::new();
+        for _ in 0..600 {
+            let health = http.get(served.url("/healthz")).send().await;
+            if health.is_ok_and(|r| r.status() == 200) {
+                return served;
+            }
+            if let Some(status) = served.exited() {
+                panic!("hearth exited at start: {status}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("hearth did not come up within 30 s");
+    }
+
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`, and reaps the process.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    /// How the process ended, if it has.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
+    /// Waits at most `limit` for the process to exit by itself.
+    pub async fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.exited() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// A fresh state directory for a test's pods.

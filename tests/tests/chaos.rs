@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,14 +23,6 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 const FINAL: [&str; 4] = ["succeeded", "failed", "timed_out", "cancelled"];
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn now_ns() -> u128 {
     SystemTime::now()
@@ -141,68 +133,34 @@ impl Api {
 
 /// One `hearth serve` process; killed (SIGKILL) when dropped.
 struct Service {
-    child: Child,
+    served: Served,
     api: Api,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Service {
     /// `kill -9`, and reaps the process.
     fn kill(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reaped");
+        self.served.kill();
     }
 
     /// Whether the process ended by itself (it should not).
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().expect("try_wait")
+        self.served.exited()
     }
 }
 
 /// Starts `hearth serve` on `db` with the state directory `state`, and waits
 /// until it answers.
 async fn start(db: &str, state: &Path, env: &[(&str, &str)]) -> Service {
-    let port = free_port();
-    let mut cmd = Command::new(bin_dir().join("hearth"));
-    cmd.arg("serve")
-        .env("DATABASE_URL", db)
-        .env("HEARTH_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HEARTH_STATE_DIR", state)
-        .env("HEARTH_AGENT_BIN", agent_bin())
-        .env("HEARTH_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .spawn()
-        .expect("hearth binary (cargo build --workspace --bins)");
+    let served = Served::start(db, state, env).await;
     let api = Api {
-        base: format!("http://127.0.0.1:{port}"),
+        base: served.base.clone(),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(90))
             .build()
             .unwrap(),
     };
-    for _ in 0..600 {
-        if api.health().await == Some(200) {
-            return Service { child, api };
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("hearth exited at start: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("hearth did not come up");
+    Service { served, api }
 }
 
 /// A shell job: `script` is the whole of `run.sh`.

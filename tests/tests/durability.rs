@@ -1,58 +1,13 @@
 //! A `kill -9` of the service loses no accepted job: the real `hearth` binary
 //! is killed mid-job and started again on the same database.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use hearth_tests::*;
 use serde_json::{Value, json};
 
-struct Service {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn start(db: &str, state: &std::path::Path) -> Service {
-    let port = free_port();
-    let mut child = Command::new(bin_dir().join("hearth"))
-        .arg("serve")
-        .env("DATABASE_URL", db)
-        .env("HEARTH_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HEARTH_STATE_DIR", state)
-        .env("HEARTH_AGENT_BIN", agent_bin())
-        .env("HEARTH_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("hearth binary (cargo build --workspace --bins)");
-    let base = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
-    for _ in 0..300 {
-        if let Ok(r) = http.get(format!("{base}/healthz")).send().await
-            && r.status() == 200
-        {
-            return Service { child, base };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("hearth did not come up");
+async fn start(db: &str, state: &std::path::Path) -> Served {
+    Served::start(db, state, &[]).await
 }
 
 #[tokio::test]
@@ -109,8 +64,7 @@ async fn kill_9_mid_job_loses_no_accepted_job() {
         assert!(tries < 400, "job never ran: {j}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    svc.child.kill().unwrap(); // SIGKILL
-    svc.child.wait().unwrap();
+    svc.kill();
     // The pods die with the service: nothing keeps running unsupervised.
     let mut tries = 0;
     while process_with_marker(&marker) {
@@ -205,10 +159,7 @@ async fn a_leader_that_loses_its_lease_steps_down_and_leads_again() {
         (e > before).then_some(e)
     })
     .await;
-    assert!(
-        svc.child.try_wait().unwrap().is_none(),
-        "the service exited"
-    );
+    assert!(svc.exited().is_none(), "the service exited");
     println!("epoch {before} -> {after}");
     // The job it held is re-queued and runs again; new jobs run too.
     let j: Value = http

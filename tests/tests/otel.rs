@@ -8,7 +8,6 @@
 //! configured by the `OTEL_*` environment of their own processes.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -473,55 +472,17 @@ async fn the_start_latency_exemplar_leads_to_the_trace() {
     );
 }
 
-struct Replica {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `hearth serve` on `db`, its OpenTelemetry configured by `env` alone.
-async fn replica(db: &str, env: &[(&str, String)]) -> Replica {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut cmd = Command::new(bin_dir().join("hearth"));
-    cmd.arg("serve")
-        .env("DATABASE_URL", db)
-        .env("HEARTH_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HEARTH_STATE_DIR", state_dir())
-        .env("HEARTH_AGENT_BIN", agent_bin())
-        .env("HEARTH_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("HEARTH_STANDBY_MIN", "0")
-        .env("HEARTH_STANDBY_MAX", "0")
+async fn replica(db: &str, env: &[(&str, String)]) -> Served {
+    let mut settings = vec![
+        ("HEARTH_STANDBY_MIN", "0"),
+        ("HEARTH_STANDBY_MAX", "0"),
         // Logs quiet: spans are exported whatever RUST_LOG says.
-        .env("RUST_LOG", "warn")
-        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = cmd
-        .spawn()
-        .expect("hearth binary (cargo build --workspace --bins)");
-    let replica = Replica {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    };
-    let http = reqwest::Client::new();
-    eventually("hearth to answer", async || {
-        let r = http.get(format!("{}/healthz", replica.base)).send().await;
-        r.is_ok_and(|r| r.status() == 200).then_some(())
-    })
-    .await;
-    replica
+        ("RUST_LOG", "warn"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ];
+    settings.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
+    Served::start(db, &state_dir(), &settings).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

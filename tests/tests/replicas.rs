@@ -9,7 +9,7 @@
 //! Bounds here are correctness bounds (a `wait` that returns 20 s early did
 //! not just time out), not timings; the figures are printed.
 
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -18,66 +18,26 @@ use serde_json::{Value, json};
 
 /// One `hearth serve` process; killed (SIGKILL) when dropped.
 struct Replica {
-    child: Child,
-    base: String,
+    served: Served,
     http: reqwest::Client,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Starts `hearth serve` on `db` with its own state directory, and waits
 /// until it answers.
 async fn start(db: &str, env: &[(&str, &str)]) -> Replica {
-    let port = free_port();
-    let mut cmd = Command::new(bin_dir().join("hearth"));
-    cmd.arg("serve")
-        .env("DATABASE_URL", db)
-        .env("HEARTH_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HEARTH_STATE_DIR", state_dir())
-        .env("HEARTH_AGENT_BIN", agent_bin())
-        .env("HEARTH_ADMIN_TOKEN", ADMIN_TOKEN)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .spawn()
-        .expect("hearth binary (cargo build --workspace --bins)");
-    let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
         .unwrap();
-    for _ in 0..600 {
-        if let Ok(r) = http.get(format!("{base}/healthz")).send().await
-            && r.status() == 200
-        {
-            return Replica { child, base, http };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    Replica {
+        served: Served::start(db, &state_dir(), env).await,
+        http,
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("hearth did not come up");
 }
 
 impl Replica {
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+        self.served.url(path)
     }
 
     async fn call(&self, req: reqwest::RequestBuilder, key: &str) -> (u16, Value) {
@@ -114,19 +74,12 @@ impl Replica {
     }
 
     fn pid(&self) -> String {
-        self.child.id().to_string()
+        self.served.pid().to_string()
     }
 
     /// Waits at most `limit` for the process to exit.
     async fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
+        self.served.exit_within(limit).await
     }
 }
 
@@ -411,8 +364,7 @@ async fn a_new_leader_reruns_a_lost_job_with_its_next_attempt() {
     let id = v["id"].as_str().unwrap().to_owned();
     until_state(&b, &key, &id, "running").await;
 
-    a.child.kill().unwrap(); // SIGKILL
-    a.child.wait().unwrap();
+    a.served.kill();
     let killed = Instant::now();
     let mut took_over = None;
     for _ in 0..600 {

@@ -7,7 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use hearth_core::agent::{Frame, Outcome, Run, error_code};
+use hearth_core::ErrorCode;
+use hearth_core::agent::{Frame, Outcome, Run};
 
 use crate::run::{Ending, Process, supervise};
 use crate::serve::{Agent, Exchange, error_frame, lock};
@@ -32,7 +33,7 @@ pub struct Bound {
 pub fn bind(agent: &Agent, ex: &Exchange, run: &Run) -> Result<Bound, Frame> {
     let started = Instant::now();
     let failed =
-        |what: &str, e: io::Error| error_frame(error_code::BIND_FAILED, format!("{what}: {e}"));
+        |what: &str, e: io::Error| error_frame(ErrorCode::BindFailed, format!("{what}: {e}"));
     for (path, content) in &run.files {
         let target = safe_join(&agent.layout.work, path, &|dir| agent.sandbox.give(dir))
             .map_err(|e| failed(&format!("cannot write `{path}`"), e))?;
@@ -138,7 +139,7 @@ fn ensure_venv(agent: &Agent, ex: &Exchange, key: &str, pkgs: &[String]) -> Resu
         Ok(()) => {
             // The install ran code of the packages: never follow what it left.
             write_fresh(&host_dir.join(READY_MARKER), b"").map_err(|e| Frame::Error {
-                code: error_code::DEPS_INSTALL_FAILED.to_owned(),
+                code: ErrorCode::DepsInstallFailed,
                 message: format!("cannot mark the environment ready: {e}"),
                 log: String::new(),
             })?;
@@ -238,7 +239,7 @@ fn build_venv(agent: &Agent, ex: &Exchange, key: &str, pkgs: &[String]) -> Resul
 
 fn deps_failed(message: String, log: &Tail) -> Frame {
     Frame::Error {
-        code: error_code::DEPS_INSTALL_FAILED.to_owned(),
+        code: ErrorCode::DepsInstallFailed,
         message,
         log: log.text(),
     }

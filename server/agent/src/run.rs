@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use hearth_core::agent::{Frame, INPUT_ENV, OUTPUT_ENV, Outcome, Run, Stream, error_code};
+use hearth_core::ErrorCode;
+use hearth_core::agent::{Frame, INPUT_ENV, OUTPUT_ENV, Outcome, Run, Stream};
 
 use crate::args::SandboxKind;
 use crate::bind;
@@ -71,7 +72,7 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
         Ok(started) => started,
         Err(e) => {
             return error_frame(
-                error_code::SPAWN_FAILED,
+                ErrorCode::SpawnFailed,
                 format!("cannot start {:?}: {e}", run.command),
             );
         }
@@ -109,7 +110,7 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
             let quota_mib = agent.disk_quota.as_ref().map_or(0, |q| q.bytes >> 20);
             let removed = agent.empty_job_dirs();
             return error_frame(
-                error_code::DISK_QUOTA_EXCEEDED,
+                ErrorCode::DiskQuotaExceeded,
                 format!(
                     "the job wrote more than its pod's disk quota ({quota_mib} MiB) and was \
                      killed; the pod's files {}",

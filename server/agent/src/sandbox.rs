@@ -266,6 +266,11 @@ pub struct Sandbox {
     run_as: Option<(u32, u32)>,
     /// slirp4netns, for sandboxes with network.
     slirp: Option<PathBuf>,
+    /// iproute2's `ip`, with which the launcher inside a sandbox with network
+    /// makes the host's own addresses unreachable before the job starts.
+    /// Only where the job then runs as another user (which clears the
+    /// capability that takes): otherwise the job could undo it.
+    ip: Option<PathBuf>,
     /// A `resolv.conf` naming slirp4netns's DNS, bound over the host's.
     resolv_conf: Option<PathBuf>,
     wheelhouse: Option<PathBuf>,
@@ -303,6 +308,20 @@ impl Sandbox {
         } else {
             (None, None)
         };
+        let ip = if slirp.is_some() && args.run_as.is_some() {
+            let sbin = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].map(PathBuf::from);
+            let ip = find_in_path("ip").or_else(|| sbin.into_iter().find(|p| p.is_file()));
+            let ip = ip.ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "ip (iproute2) is not on PATH (profiles with network need it)",
+                )
+            })?;
+            // The real file, which the sandbox sees at the same path.
+            Some(ip.canonicalize()?)
+        } else {
+            None
+        };
         Ok(Sandbox {
             spawner: Spawner::new()?,
             kind: args.sandbox,
@@ -310,6 +329,7 @@ impl Sandbox {
             hide: args.hide.clone(),
             run_as: args.run_as,
             slirp,
+            ip,
             resolv_conf,
             wheelhouse: args.wheelhouse.clone(),
             bwrap,
@@ -376,6 +396,12 @@ impl Sandbox {
                 }
                 if self.slirp.is_some() {
                     args.push("--wait-network".into());
+                }
+                if let Some(ip) = &self.ip {
+                    args.extend(["--ip".into(), ip.into()]);
+                    for addr in host_addresses() {
+                        args.extend(["--unreachable".into(), addr.to_string().into()]);
+                    }
                 }
                 args.push("--".into());
                 args.extend(argv.iter().map(OsString::from));
@@ -529,6 +555,11 @@ impl Sandbox {
             // clears every capability, and bubblewrap's no_new_privs keeps
             // setuid binaries from bringing any back.
             push(&[&"--cap-add", &"CAP_SETUID", &"--cap-add", &"CAP_SETGID"]);
+        }
+        if self.ip.is_some() {
+            // Only for the launcher to set the routes; becoming the job's
+            // user clears it with the others.
+            push(&[&"--cap-add", &"CAP_NET_ADMIN"]);
         }
         a
     }
@@ -770,6 +801,71 @@ fn run_with_network(mut cmd: Command, slirp: &str) -> ExitCode {
     }
 }
 
+/// Makes each of `addrs` unreachable from this network namespace, with one
+/// `ip -batch` run: a route more specific than the default one that
+/// slirp4netns set, answering `EHOSTUNREACH` at once.
+fn block_routes(ip: &str, addrs: &[std::net::Ipv4Addr]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut child = Command::new(ip)
+        .args(["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let batch: String = addrs
+        .iter()
+        .map(|a| format!("route add unreachable {a}/32\n"))
+        .collect();
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(batch.as_bytes())?;
+    let out = child.wait_with_output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "{ip} -batch: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// The host's own IPv4 addresses outside `127.0.0.0/8` (which, inside a
+/// sandbox, is its own loopback): where services bound to all addresses
+/// listen, and what slirp4netns would connect a job to. The `LOCAL` routes
+/// of `/proc/net/fib_trie`; none when it cannot be read.
+pub fn host_addresses() -> Vec<std::net::Ipv4Addr> {
+    std::fs::read_to_string("/proc/net/fib_trie")
+        .map(|trie| local_addresses(&trie))
+        .unwrap_or_default()
+}
+
+/// The addresses of `/32 host LOCAL` entries in a `fib_trie` listing: each
+/// follows the `|-- ADDR` line it belongs to.
+fn local_addresses(trie: &str) -> Vec<std::net::Ipv4Addr> {
+    let mut found = Vec::new();
+    let mut last: Option<std::net::Ipv4Addr> = None;
+    for line in trie.lines() {
+        let line = line.trim_start();
+        if let Some(addr) = line
+            .strip_prefix("|-- ")
+            .or_else(|| line.strip_prefix("+-- "))
+        {
+            last = addr.split(['/', ' ']).next().and_then(|a| a.parse().ok());
+        } else if line.starts_with("/32 host LOCAL")
+            && let Some(addr) = last
+            && !addr.is_loopback()
+            && !found.contains(&addr)
+        {
+            found.push(addr);
+        }
+    }
+    found
+}
+
 /// The first child of `pid`, from `/proc/PID/task/PID/children`.
 fn first_child(pid: u32) -> Option<u32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
@@ -781,9 +877,11 @@ fn first_child(pid: u32) -> Option<u32> {
 }
 
 /// The launcher inside bubblewrap: `hearth-agent in-sandbox [--user UID:GID]
-/// [--wait-network] -- PROGRAM ARGS...`. Waits until slirp4netns has given
-/// the sandbox a default route, then becomes `PROGRAM` as the user (which
-/// clears every capability the sandbox kept for this step).
+/// [--wait-network] [--ip PATH [--unreachable ADDR]...] -- PROGRAM ARGS...`.
+/// Waits until slirp4netns has given the sandbox a default route, makes each
+/// `ADDR` (the host's own addresses) unreachable from it, then becomes
+/// `PROGRAM` as the user (which clears every capability the sandbox kept for
+/// these steps, so the job cannot take the routes back).
 pub fn in_sandbox_exec(argv: &[String]) -> ExitCode {
     let Some(split) = argv.iter().position(|a| a == "--") else {
         eprintln!("hearth-agent {IN_SANDBOX}: missing `--`");
@@ -792,10 +890,20 @@ pub fn in_sandbox_exec(argv: &[String]) -> ExitCode {
     let (options, command) = (&argv[..split], &argv[split + 1..]);
     let mut user = None;
     let mut wait_network = false;
+    let mut ip = None;
+    let mut unreachable: Vec<std::net::Ipv4Addr> = Vec::new();
     let mut it = options.iter();
     while let Some(option) = it.next() {
         match option.as_str() {
             "--wait-network" => wait_network = true,
+            "--ip" => ip = it.next(),
+            "--unreachable" => match it.next().and_then(|a| a.parse().ok()) {
+                Some(addr) => unreachable.push(addr),
+                None => {
+                    eprintln!("hearth-agent {IN_SANDBOX}: bad --unreachable");
+                    return ExitCode::from(126);
+                }
+            },
             "--user" => {
                 user = it.next().and_then(|v| {
                     let (u, g) = v.split_once(':')?;
@@ -815,6 +923,16 @@ pub fn in_sandbox_exec(argv: &[String]) -> ExitCode {
     if wait_network && !wait_for_default_route(NETWORK_WAIT) {
         eprintln!("hearth-agent: the sandbox's network did not come up");
         return ExitCode::from(126);
+    }
+    if !unreachable.is_empty() {
+        let Some(ip) = ip else {
+            eprintln!("hearth-agent {IN_SANDBOX}: --unreachable needs --ip");
+            return ExitCode::from(126);
+        };
+        if let Err(e) = block_routes(ip, &unreachable) {
+            eprintln!("hearth-agent: cannot keep the job from the host's addresses: {e}");
+            return ExitCode::from(126);
+        }
     }
     let Some((program, args)) = command.split_first() else {
         eprintln!("hearth-agent {IN_SANDBOX}: empty command");
@@ -863,6 +981,7 @@ mod tests {
             hide: vec!["/tmp/state/pods".into()],
             run_as: None,
             slirp: network.then(|| "/usr/bin/slirp4netns".into()),
+            ip: None,
             resolv_conf: None,
             wheelhouse: Some("/srv/wheels".into()),
             bwrap: "/usr/bin/bwrap".into(),
@@ -920,6 +1039,73 @@ mod tests {
         assert!(
             tail.ends_with("-- /.hearth-agent in-sandbox --wait-network -- python3"),
             "{tail}"
+        );
+    }
+
+    #[test]
+    fn the_host_s_own_addresses_are_found_in_the_fib_trie() {
+        let trie = "Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     +-- 127.0.0.0/8 2 0 2
+        +-- 127.0.0.0/31 1 0 0
+           |-- 127.0.0.0
+              /8 host LOCAL
+           |-- 127.0.0.1
+              /32 host LOCAL
+        |-- 127.255.255.255
+           /32 link BROADCAST
+     +-- 192.0.2.0/24 2 0 2
+        +-- 192.0.2.0/30 2 0 2
+           |-- 192.0.2.0
+              /24 link UNICAST
+           |-- 192.0.2.2
+              /32 host LOCAL
+        |-- 192.0.2.255
+           /32 link BROADCAST
+     |-- 172.17.0.1
+        /32 host LOCAL
+Local:
+  +-- 0.0.0.0/0 3 0 5
+     +-- 192.0.2.0/24 2 0 2
+           |-- 192.0.2.2
+              /32 host LOCAL
+";
+        assert_eq!(
+            local_addresses(trie),
+            [
+                std::net::Ipv4Addr::new(192, 0, 2, 2),
+                std::net::Ipv4Addr::new(172, 17, 0, 1)
+            ]
+        );
+        assert!(local_addresses("").is_empty());
+    }
+
+    #[test]
+    fn a_network_job_s_launcher_may_set_routes_and_nothing_else() {
+        let layout = Layout::new(Path::new("/tmp/state/pods/p1"));
+        let mut sb = sandbox(SandboxKind::Bwrap, true);
+        sb.run_as = Some((65534, 65534));
+        sb.ip = Some("/usr/sbin/ip".into());
+        let line = command_line(&sb, &layout).join(" ");
+        assert!(
+            line.contains(
+                "--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID \
+                 --cap-add CAP_NET_ADMIN --"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("in-sandbox --user 65534:65534 --wait-network --ip /usr/sbin/ip"),
+            "{line}"
+        );
+        // Where the job keeps the launcher's user, the launcher gets no
+        // capability the job would keep.
+        let open = command_line(&sandbox(SandboxKind::Bwrap, true), &layout).join(" ");
+        assert!(
+            !open.contains("CAP_NET_ADMIN") && !open.contains("--ip"),
+            "{open}"
         );
     }
 

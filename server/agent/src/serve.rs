@@ -12,7 +12,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use hearth_core::agent::{Envelope, Frame, PROTOCOL_VERSION, Request, error_code};
+use hearth_core::ErrorCode;
+use hearth_core::agent::{Envelope, Frame, PROTOCOL_VERSION, Request};
 
 use crate::args::{Args, Listen, SandboxKind};
 use crate::resident::Resident;
@@ -423,7 +424,7 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
             Ok(()) => request,
             Err(seen) => {
                 out.finish(&error_frame(
-                    error_code::STALE_EPOCH,
+                    ErrorCode::StaleEpoch,
                     format!("epoch {epoch} is older than {seen}: not the leader's request"),
                 ));
                 return Ok(());
@@ -431,7 +432,7 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         },
         Err(e) => {
             out.finish(&error_frame(
-                error_code::BAD_REQUEST,
+                ErrorCode::AgentProtocol,
                 format!("bad request: {e}"),
             ));
             return Ok(());
@@ -445,7 +446,7 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         },
         Request::Wipe => match agent.wipe() {
             Ok(()) => Frame::Wiped,
-            Err(e) => error_frame("wipe_failed", format!("wipe failed: {e}")),
+            Err(e) => error_frame(ErrorCode::WipeFailed, format!("wipe failed: {e}")),
         },
         Request::Run(job) => {
             let (events_tx, events) = mpsc::channel();
@@ -479,9 +480,9 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
     Ok(())
 }
 
-pub fn error_frame(code: &str, message: String) -> Frame {
+pub fn error_frame(code: ErrorCode, message: String) -> Frame {
     Frame::Error {
-        code: code.to_owned(),
+        code,
         message,
         log: String::new(),
     }

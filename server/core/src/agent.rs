@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::job::Deps;
+use crate::job::{Deps, ErrorCode};
 
 /// Version of this protocol; an agent answers `ping` with it.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -130,7 +130,10 @@ pub enum Frame {
     },
     /// The request could not be carried out. Final.
     Error {
-        code: String,
+        /// Why: one of the job error codes the agent can tell
+        /// (`deps_install_failed`, `bind_failed`, `spawn_failed`,
+        /// `disk_quota_exceeded`, `stale_epoch`, `agent_protocol`).
+        code: ErrorCode,
         message: String,
         /// A log that explains it (e.g. pip's output).
         #[serde(default)]
@@ -148,24 +151,6 @@ impl Frame {
             Frame::Pong { .. } | Frame::Exit { .. } | Frame::Error { .. } | Frame::Wiped
         )
     }
-}
-
-/// Error codes the agent uses in [`Frame::Error`].
-pub mod error_code {
-    /// Installing `deps.pip` failed; `log` holds pip's output.
-    pub const DEPS_INSTALL_FAILED: &str = "deps_install_failed";
-    /// Writing the code or input failed.
-    pub const BIND_FAILED: &str = "bind_failed";
-    /// The command could not be started.
-    pub const SPAWN_FAILED: &str = "spawn_failed";
-    /// The request line was not understood.
-    pub const BAD_REQUEST: &str = "bad_request";
-    /// The request's epoch is older than one the agent has seen: it comes
-    /// from a scheduler that is no longer the leader.
-    pub const STALE_EPOCH: &str = "stale_epoch";
-    /// The job wrote more than its profile's `disk_mib` to the pod; it was
-    /// killed and what it wrote removed.
-    pub const DISK_QUOTA_EXCEEDED: &str = "disk_quota_exceeded";
 }
 
 #[cfg(test)]

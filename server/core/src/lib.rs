@@ -13,7 +13,7 @@ pub mod profile;
 pub mod validate;
 pub mod whole;
 
-pub use job::{Kind, Source, State};
+pub use job::{ErrorCode, Kind, Source, State};
 pub use profile::Profile;
 
 /// Lower-case hex encoding of a byte string.

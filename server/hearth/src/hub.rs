@@ -157,7 +157,7 @@ impl Hub {
             self.announce(Change {
                 job_id,
                 tenant_id,
-                state: state.as_str().to_owned(),
+                state,
                 cancel_requested: false,
             });
             return;

@@ -165,11 +165,11 @@ impl Metrics {
     }
 
     /// A job reached its final `state`.
-    pub fn job_finished(&self, profile: &str, state: &str) {
+    pub fn job_finished(&self, profile: &str, state: hearth_core::State) {
         self.finished
             .get_or_create(&ByState {
                 profile: profile.to_owned(),
-                state: state.to_owned(),
+                state: state.as_str().to_owned(),
             })
             .inc();
     }
@@ -274,7 +274,7 @@ mod tests {
         m.job_started("cpu-small", Source::Warm, 0.0007, None);
         m.job_started("cpu-small", Source::Warm, 0.3, Some(TraceId::from(7)));
         m.job_started("cpu-small", Source::Cold, 400.0, None);
-        m.job_finished("cpu-small", "succeeded");
+        m.job_finished("cpu-small", hearth_core::State::Succeeded);
         let text = m.render(&pools(), Format::Prometheus);
         for expected in [
             "# HELP hearth_jobs_started_total Jobs whose pods were all bound, by where the pods came from.\n",

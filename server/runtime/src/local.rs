@@ -157,6 +157,15 @@ impl LocalRuntime {
         let root = is_root();
         let run_as = cfg.job_user.filter(|_| bwrap && root);
         let slirp = which("slirp4netns");
+        let ip = which("ip").or_else(|| {
+            ["/usr/sbin/ip", "/sbin/ip"]
+                .map(PathBuf::from)
+                .into_iter()
+                .find(|p| p.is_file())
+        });
+        // Jobs with network reach the host's own addresses (and whatever
+        // listens on all of them) unless the launcher can route them away.
+        let host_blocked = run_as.is_some() && ip.is_some();
         let mut mechanisms = vec![Mechanism {
             name: "namespaces".to_owned(),
             available: bwrap,
@@ -165,19 +174,33 @@ impl LocalRuntime {
         mechanisms.extend(cgroup_mechanisms);
         mechanisms.push(Mechanism {
             name: "network-isolation".to_owned(),
-            available: bwrap,
-            detail: if bwrap {
-                "a network namespace per sandbox; profiles with network get a user-mode \
-                 network (slirp4netns) that cannot reach the host's loopback"
-                    .to_owned()
-            } else {
-                format!("jobs share the host network: {bwrap_detail}")
+            available: bwrap && (slirp.is_none() || host_blocked),
+            detail: match (bwrap, host_blocked) {
+                (true, true) => "a network namespace per sandbox; profiles with network get a \
+                                 user-mode network (slirp4netns) that reaches neither the host's \
+                                 loopback nor the host's own addresses"
+                    .to_owned(),
+                (true, false) => format!(
+                    "a network namespace per sandbox; profiles with network cannot reach the \
+                     host's loopback but can reach services listening on the host's own \
+                     addresses ({})",
+                    if ip.is_none() {
+                        "ip (iproute2) is not installed"
+                    } else {
+                        "jobs run as the service's user, who could undo a route"
+                    }
+                ),
+                (false, _) => format!("jobs share the host network: {bwrap_detail}"),
             },
         });
         mechanisms.push(Mechanism {
             name: "network".to_owned(),
-            available: bwrap && slirp.is_some(),
+            available: bwrap && slirp.is_some() && (ip.is_some() || run_as.is_none()),
             detail: match (&slirp, bwrap) {
+                (Some(_), true) if run_as.is_some() && ip.is_none() => {
+                    "ip (iproute2) is not installed: pods of profiles with network fail to start"
+                        .to_owned()
+                }
                 (Some(path), true) => format!("slirp4netns at {}", path.display()),
                 (None, true) => "slirp4netns is not installed: pods of profiles with \
                                  network fail to start"

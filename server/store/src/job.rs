@@ -1,27 +1,50 @@
 //! Jobs and their logs.
 
+use hearth_core::{ErrorCode, Kind, Source, State};
 use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{Error, Result};
 
+/// `query_as!(JobRow, ..)` with every column of `job` between `$head` and
+/// `$tail` (`select` .. `from job ..`, or `update ..returning` .. `""`): the
+/// named enums are decoded as such, and a name the code does not know is an
+/// error, never a default.
+macro_rules! job_rows {
+    ($head:literal, $tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            JobRow,
+            $head
+                + r#" job_id, tenant_id, kind as "kind: Kind", profile, caller,
+                      state as "state: State", priority, spec, idempotency_key, request_hash,
+                      attempts, cancel_requested, source as "source: Source", pods, exit_code,
+                      output, stdout, stderr, stdout_truncated, stderr_truncated,
+                      error_code as "error_code: ErrorCode", error_message, created_at,
+                      assigned_at, started_at, finished_at, queued_ms, acquire_ms, bind_ms,
+                      run_ms, total_ms, traceparent "#
+                + $tail
+            $(, $arg)*
+        )
+    };
+}
+
 /// A row of `job`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRow {
     pub job_id: Uuid,
     pub tenant_id: Uuid,
-    pub kind: String,
+    pub kind: Kind,
     pub profile: String,
     pub caller: String,
-    pub state: String,
+    pub state: State,
     pub priority: i32,
     pub spec: serde_json::Value,
     pub idempotency_key: Option<String>,
     pub request_hash: Option<String>,
     pub attempts: i32,
     pub cancel_requested: bool,
-    pub source: Option<String>,
+    pub source: Option<Source>,
     pub pods: Vec<String>,
     pub exit_code: Option<i32>,
     pub output: Option<serde_json::Value>,
@@ -29,7 +52,7 @@ pub struct JobRow {
     pub stderr: String,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
-    pub error_code: Option<String>,
+    pub error_code: Option<ErrorCode>,
     pub error_message: Option<String>,
     pub created_at: OffsetDateTime,
     pub assigned_at: Option<OffsetDateTime>,
@@ -49,7 +72,7 @@ pub struct JobRow {
 pub struct NewJob<'a> {
     pub job_id: Uuid,
     pub tenant_id: Uuid,
-    pub kind: &'a str,
+    pub kind: Kind,
     pub profile: &'a str,
     pub caller: &'a str,
     pub priority: i32,
@@ -74,16 +97,16 @@ pub enum Inserted {
 /// [`Error::IdempotencyMismatch`].
 #[tracing::instrument(skip_all, fields(job_id = %job.job_id))]
 pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted> {
-    let inserted = sqlx::query_as!(
-        JobRow,
+    let inserted = job_rows!(
         "insert into job (job_id, tenant_id, kind, profile, caller, state, priority, spec,
                           idempotency_key, request_hash, traceparent)
          values ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10)
          on conflict on constraint job_idempotency_key_unique do nothing
-         returning *",
+         returning",
+        "",
         job.job_id,
         job.tenant_id,
-        job.kind,
+        job.kind as _,
         job.profile,
         job.caller,
         job.priority,
@@ -97,9 +120,9 @@ pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted>
     if let Some(row) = inserted {
         return Ok(Inserted::New(row));
     }
-    let existing = sqlx::query_as!(
-        JobRow,
-        "select * from job where tenant_id = $1 and idempotency_key = $2",
+    let existing = job_rows!(
+        "select",
+        "from job where tenant_id = $1 and idempotency_key = $2",
         job.tenant_id,
         job.idempotency_key
     )
@@ -115,9 +138,9 @@ pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted>
 /// A tenant's job.
 #[tracing::instrument(skip(db))]
 pub async fn get(db: impl PgExecutor<'_>, tenant_id: Uuid, job_id: Uuid) -> Result<Option<JobRow>> {
-    Ok(sqlx::query_as!(
-        JobRow,
-        "select * from job where tenant_id = $1 and job_id = $2",
+    Ok(job_rows!(
+        "select",
+        "from job where tenant_id = $1 and job_id = $2",
         tenant_id,
         job_id
     )
@@ -128,8 +151,8 @@ pub async fn get(db: impl PgExecutor<'_>, tenant_id: Uuid, job_id: Uuid) -> Resu
 /// Filters of [`list`]; `None` matches everything.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    pub state: Option<String>,
-    pub kind: Option<String>,
+    pub state: Option<State>,
+    pub kind: Option<Kind>,
     pub caller: Option<String>,
     pub profile: Option<String>,
     /// Keyset cursor: only jobs older than this one.
@@ -140,9 +163,9 @@ pub struct Filter {
 /// A tenant's jobs, newest first.
 #[tracing::instrument(skip(db))]
 pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Result<Vec<JobRow>> {
-    Ok(sqlx::query_as!(
-        JobRow,
-        "select * from job
+    Ok(job_rows!(
+        "select",
+        "from job
          where tenant_id = $1
            and ($2::text is null or state = $2)
            and ($3::text is null or kind = $3)
@@ -152,8 +175,8 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
          order by job_id desc
          limit $7",
         tenant_id,
-        f.state,
-        f.kind,
+        f.state as _,
+        f.kind as _,
         f.caller,
         f.profile,
         f.before,
@@ -167,9 +190,9 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
 /// scheduler leader rebuilds its queue from.
 #[tracing::instrument(skip(db))]
 pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
-    Ok(sqlx::query_as!(
-        JobRow,
-        "select * from job where state in ('queued', 'assigned', 'running')
+    Ok(job_rows!(
+        "select",
+        "from job where state in ('queued', 'assigned', 'running')
          order by priority desc, job_id"
     )
     .fetch_all(db)
@@ -181,9 +204,9 @@ pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
 /// scheduler uses [`queued_ids`] and [`queued_by_ids`].
 #[tracing::instrument(skip(db))]
 pub async fn queued_after(db: impl PgExecutor<'_>, after: Uuid) -> Result<Vec<JobRow>> {
-    Ok(sqlx::query_as!(
-        JobRow,
-        "select * from job where state = 'queued' and job_id > $1 order by job_id",
+    Ok(job_rows!(
+        "select",
+        "from job where state = 'queued' and job_id > $1 order by job_id",
         after
     )
     .fetch_all(db)
@@ -204,9 +227,9 @@ pub async fn queued_ids(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
 /// Those of `ids` that are still queued, highest priority and oldest first.
 #[tracing::instrument(skip_all, fields(jobs = ids.len()))]
 pub async fn queued_by_ids(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<JobRow>> {
-    Ok(sqlx::query_as!(
-        JobRow,
-        "select * from job where job_id = any($1) and state = 'queued'
+    Ok(job_rows!(
+        "select",
+        "from job where job_id = any($1) and state = 'queued'
          order by priority desc, job_id",
         ids
     )
@@ -231,7 +254,7 @@ pub async fn assign(
     db: impl PgExecutor<'_>,
     epoch: i64,
     job_id: Uuid,
-    source: &str,
+    source: Source,
     pods: &[String],
     queued_ms: f64,
 ) -> Result<bool> {
@@ -248,21 +271,23 @@ pub async fn assign_attempt(
     db: impl PgExecutor<'_>,
     epoch: i64,
     job_id: Uuid,
-    source: &str,
+    source: Source,
     pods: &[String],
     queued_ms: f64,
 ) -> Result<Option<i32>> {
     Ok(sqlx::query_scalar!(
-        "update job set state = 'assigned', source = $2, pods = $3, queued_ms = $4,
+        "update job set state = $6, source = $2, pods = $3, queued_ms = $4,
                         attempts = attempts + 1, assigned_at = now()
-         where job_id = $1 and state = 'queued' and not cancel_requested
+         where job_id = $1 and state = any($7) and not cancel_requested
            and exists (select 1 from leadership where epoch = $5 for share)
          returning attempts",
         job_id,
-        source,
+        source as _,
         pods,
         queued_ms,
-        epoch
+        epoch,
+        State::Assigned as _,
+        &State::before(State::Assigned) as _,
     )
     .fetch_optional(db)
     .await?)
@@ -279,13 +304,15 @@ pub async fn start(
     bind_ms: f64,
 ) -> Result<bool> {
     let done = sqlx::query!(
-        "update job set state = 'running', started_at = now(), acquire_ms = $2, bind_ms = $3
-         where job_id = $1 and state = 'assigned'
+        "update job set state = $5, started_at = now(), acquire_ms = $2, bind_ms = $3
+         where job_id = $1 and state = any($6)
            and exists (select 1 from leadership where epoch = $4 for share)",
         job_id,
         acquire_ms,
         bind_ms,
-        epoch
+        epoch,
+        State::Running as _,
+        &State::before(State::Running) as _,
     )
     .execute(db)
     .await?;
@@ -303,14 +330,16 @@ pub async fn requeue(
     max_attempts: i32,
 ) -> Result<bool> {
     let done = sqlx::query!(
-        "update job set state = 'queued', source = null, pods = '{}', assigned_at = null,
+        "update job set state = $4, source = null, pods = '{}', assigned_at = null,
                         started_at = null
-         where job_id = $1 and state in ('assigned', 'running') and attempts < $2
+         where job_id = $1 and state = any($5) and attempts < $2
            and not cancel_requested
            and exists (select 1 from leadership where epoch = $3 for share)",
         job_id,
         max_attempts,
-        epoch
+        epoch,
+        State::Queued as _,
+        &State::before(State::Queued) as _,
     )
     .execute(db)
     .await?;
@@ -318,9 +347,10 @@ pub async fn requeue(
 }
 
 /// The end of a job.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Finish {
-    pub state: String,
+    /// A terminal state.
+    pub state: State,
     pub exit_code: Option<i32>,
     pub output: Option<serde_json::Value>,
     /// Bounded heads of the output kept on the job row.
@@ -328,7 +358,9 @@ pub struct Finish {
     pub stderr: String,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
-    pub error_code: Option<String>,
+    /// Why the job did not succeed: set exactly when `state` is not
+    /// `succeeded` (the store refuses anything else).
+    pub error_code: Option<ErrorCode>,
     pub error_message: Option<String>,
     pub acquire_ms: Option<f64>,
     pub bind_ms: Option<f64>,
@@ -337,9 +369,44 @@ pub struct Finish {
     pub full_logs: Option<(String, String)>,
 }
 
+impl Finish {
+    /// An end in `state` and nothing else yet (no output, no error).
+    pub fn new(state: State) -> Finish {
+        Finish {
+            state,
+            exit_code: None,
+            output: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_truncated: false,
+            stderr_truncated: false,
+            error_code: None,
+            error_message: None,
+            acquire_ms: None,
+            bind_ms: None,
+            run_ms: None,
+            full_logs: None,
+        }
+    }
+
+    /// An unsuccessful end: `state` with `code` and its message.
+    pub fn failed(state: State, code: ErrorCode, message: impl Into<String>) -> Finish {
+        Finish {
+            error_code: Some(code),
+            error_message: Some(message.into()),
+            ..Finish::new(state)
+        }
+    }
+}
+
 /// Moves an unfinished job to its final state and stores its logs. Returns the
-/// final row, or `None` if the job had already finished or `epoch` is not the
-/// current leadership epoch (a stale leader never overwrites a result).
+/// final row, or `None` if the job had already finished, the lifecycle does
+/// not allow its state to become `f.state`, or `epoch` is not the current
+/// leadership epoch (a stale leader never overwrites a result).
+///
+/// # Errors
+/// [`Error::NotTerminal`] if `f.state` is not a final state, or its error
+/// code is missing (or present on a success).
 #[tracing::instrument(skip(db, f), fields(state = %f.state))]
 pub async fn finish(
     db: &mut PgConnection,
@@ -347,8 +414,11 @@ pub async fn finish(
     job_id: Uuid,
     f: &Finish,
 ) -> Result<Option<JobRow>> {
-    let row = sqlx::query_as!(
-        JobRow,
+    let succeeded = f.state == State::Succeeded;
+    if !f.state.is_terminal() || f.error_code.is_some() == succeeded {
+        return Err(Error::NotTerminal(f.state, f.error_code));
+    }
+    let row = job_rows!(
         "update job set state = $2, exit_code = $3, output = $4, stdout = $5, stderr = $6,
                         stdout_truncated = $7, stderr_truncated = $8, error_code = $9,
                         error_message = $10,
@@ -356,23 +426,25 @@ pub async fn finish(
                         run_ms = $13, finished_at = now(),
                         queued_ms = coalesce(queued_ms, extract(epoch from now() - created_at) * 1000),
                         total_ms = extract(epoch from now() - created_at) * 1000
-         where job_id = $1 and state in ('queued', 'assigned', 'running')
+         where job_id = $1 and state = any($15)
            and exists (select 1 from leadership where epoch = $14 for share)
-         returning *",
+         returning",
+        "",
         job_id,
-        f.state,
+        f.state as _,
         f.exit_code,
         f.output,
         f.stdout,
         f.stderr,
         f.stdout_truncated,
         f.stderr_truncated,
-        f.error_code,
+        f.error_code as _,
         f.error_message,
         f.acquire_ms,
         f.bind_ms,
         f.run_ms,
-        epoch
+        epoch,
+        &State::before(f.state) as _,
     )
     .fetch_optional(&mut *db)
     .await?;
@@ -410,26 +482,31 @@ pub async fn request_cancel(
     tenant_id: Uuid,
     job_id: Uuid,
 ) -> Result<Cancel> {
-    let row = sqlx::query_as!(
-        JobRow,
+    // A queued job holds nothing: it ends here. One that holds pods is
+    // marked, and its scheduler stops it and records its end.
+    let row = job_rows!(
         "update job set cancel_requested = true,
-                        state = case when state = 'queued' then 'cancelled' else state end,
-                        error_code = case when state = 'queued' then 'cancelled' else error_code end,
+                        state = case when state = 'queued' then $3 else state end,
+                        error_code = case when state = 'queued' then $4 else error_code end,
                         error_message = case when state = 'queued' then 'cancelled before it started'
                                              else error_message end,
                         finished_at = case when state = 'queued' then now() else finished_at end,
                         total_ms = case when state = 'queued'
                                         then extract(epoch from now() - created_at) * 1000
                                         else total_ms end
-         where tenant_id = $1 and job_id = $2 and state in ('queued', 'assigned', 'running')
-         returning *",
+         where tenant_id = $1 and job_id = $2 and state = any($5)
+         returning",
+        "",
         tenant_id,
-        job_id
+        job_id,
+        State::Cancelled as _,
+        ErrorCode::Cancelled as _,
+        &State::before(State::Cancelled) as _,
     )
     .fetch_optional(&mut *db)
     .await?;
     Ok(match row {
-        Some(r) if r.state == "cancelled" => Cancel::Cancelled(r),
+        Some(r) if r.state == State::Cancelled => Cancel::Cancelled(r),
         Some(r) => Cancel::Requested(r),
         None => match get(&mut *db, tenant_id, job_id).await? {
             Some(r) => Cancel::Finished(r),
@@ -474,7 +551,7 @@ pub struct Change {
     #[serde(rename = "tenant")]
     pub tenant_id: Uuid,
     /// The job's state after the change.
-    pub state: String,
+    pub state: State,
     /// A running job's cancellation was requested (its state is unchanged).
     #[serde(default, rename = "cancel", skip_serializing_if = "std::ops::Not::not")]
     pub cancel_requested: bool,
@@ -486,8 +563,8 @@ impl Change {
         Change {
             job_id: row.job_id,
             tenant_id: row.tenant_id,
-            state: row.state.clone(),
-            cancel_requested: row.cancel_requested && !is_final(&row.state),
+            state: row.state,
+            cancel_requested: row.cancel_requested && !row.state.is_terminal(),
         }
     }
 
@@ -500,10 +577,6 @@ impl Change {
     pub fn parse(payload: &str) -> Option<Change> {
         serde_json::from_str(payload).ok()
     }
-}
-
-fn is_final(state: &str) -> bool {
-    hearth_core::State::parse(state).is_some_and(hearth_core::State::is_terminal)
 }
 
 /// Announces committed changes on [`CHANNEL`], one notification each, in one

@@ -36,6 +36,10 @@ pub enum Error {
     /// The idempotency key was used before with a different request.
     #[error("idempotency key reused with a different request")]
     IdempotencyMismatch,
+    /// A job's end that the lifecycle does not allow: a state that is not
+    /// final, or an error code missing from a failure (or given to a success).
+    #[error("a job cannot end as {0} with error code {1:?}")]
+    NotTerminal(hearth_core::State, Option<hearth_core::ErrorCode>),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
     #[error(transparent)]

@@ -1,5 +1,6 @@
 //! Store functions against a fresh, migrated database per test.
 
+use hearth_core::{ErrorCode, Kind, Source, State};
 use hearth_store::job::{self, Cancel, Filter, Finish, Inserted, NewJob};
 use hearth_store::{Error, leadership, tenant};
 use serde_json::json;
@@ -55,7 +56,7 @@ fn new_job<'a>(
     NewJob {
         job_id: Uuid::now_v7(),
         tenant_id,
-        kind: "tool_call",
+        kind: Kind::ToolCall,
         profile: "cpu-small",
         caller: "agent-1",
         priority: 0,
@@ -208,12 +209,12 @@ async fn lifecycle_is_compare_and_set(db: PgPool) {
         "cannot run before assigned"
     );
     assert!(
-        job::assign(&db, 0, id, "cold", &["pod-1".into()], 2.0)
+        job::assign(&db, 0, id, Source::Cold, &["pod-1".into()], 2.0)
             .await
             .unwrap()
     );
     assert!(
-        !job::assign(&db, 0, id, "cold", &["pod-2".into()], 2.0)
+        !job::assign(&db, 0, id, Source::Cold, &["pod-2".into()], 2.0)
             .await
             .unwrap(),
         "assigned once"
@@ -226,20 +227,19 @@ async fn lifecycle_is_compare_and_set(db: PgPool) {
     );
     assert!(job::requeue(&db, 0, id, 2).await.unwrap());
     assert!(
-        job::assign(&db, 0, id, "warm", &["pod-3".into()], 2.0)
+        job::assign(&db, 0, id, Source::Warm, &["pod-3".into()], 2.0)
             .await
             .unwrap()
     );
     let fin = Finish {
-        state: "succeeded".into(),
         exit_code: Some(0),
         output: Some(json!({"ok": true})),
         stdout: "head".into(),
         full_logs: Some(("head and more".into(), String::new())),
-        ..Finish::default()
+        ..Finish::new(State::Succeeded)
     };
     let done = job::finish(&mut conn, 0, id, &fin).await.unwrap().unwrap();
-    assert_eq!((done.state.as_str(), done.attempts), ("succeeded", 2));
+    assert_eq!((done.state, done.attempts), (State::Succeeded, 2));
     assert!(done.total_ms.is_some());
     assert!(
         job::finish(&mut conn, 0, id, &fin).await.unwrap().is_none(),
@@ -291,9 +291,17 @@ async fn cancel_and_list(db: PgPool) {
             .unwrap(),
         Cancel::Cancelled(_)
     ));
-    assert!(!job::assign(&db, 0, ids[0], "cold", &[], 0.0).await.unwrap());
+    assert!(
+        !job::assign(&db, 0, ids[0], Source::Cold, &[], 0.0)
+            .await
+            .unwrap()
+    );
     // Running: marked for the scheduler, and no longer re-queued.
-    assert!(job::assign(&db, 0, ids[1], "cold", &[], 0.0).await.unwrap());
+    assert!(
+        job::assign(&db, 0, ids[1], Source::Cold, &[], 0.0)
+            .await
+            .unwrap()
+    );
     assert!(matches!(
         job::request_cancel(&mut conn, t.tenant_id, ids[1])
             .await
@@ -339,7 +347,7 @@ async fn cancel_and_list(db: PgPool) {
         t.tenant_id,
         &Filter {
             limit: 10,
-            state: Some("cancelled".into()),
+            state: Some(State::Cancelled),
             ..Filter::default()
         },
     )
@@ -352,6 +360,118 @@ async fn cancel_and_list(db: PgPool) {
         [ids[1], ids[2]]
     );
     assert_eq!(job::queued_after(&db, ids[1]).await.unwrap().len(), 1);
+}
+
+#[sqlx::test(migrations = "../../migrations")]
+async fn the_store_moves_jobs_only_as_the_lifecycle_allows(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({});
+    let mut conn = db.acquire().await.unwrap();
+    let queued = || {
+        let job = new_job(t.tenant_id, &spec, None, None);
+        let id = job.job_id;
+        (job, id)
+    };
+    let (a, a_id) = queued();
+    job::insert(&mut conn, &a).await.unwrap();
+    // A queued job cannot succeed or time out without having run...
+    let ok = Finish {
+        exit_code: Some(0),
+        ..Finish::new(State::Succeeded)
+    };
+    assert!(
+        job::finish(&mut conn, 0, a_id, &ok)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let late = Finish::failed(State::TimedOut, ErrorCode::TimedOut, "late");
+    assert!(
+        job::finish(&mut conn, 0, a_id, &late)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let row = job::get(&db, t.tenant_id, a_id).await.unwrap().unwrap();
+    assert_eq!((row.state, row.error_code), (State::Queued, None));
+    // ...but may fail before it runs.
+    let gone = Finish::failed(State::Failed, ErrorCode::UnknownProfile, "no such profile");
+    let row = job::finish(&mut conn, 0, a_id, &gone)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (row.state, row.error_code),
+        (State::Failed, Some(ErrorCode::UnknownProfile))
+    );
+
+    // Ends that are not ends are refused before they reach the database.
+    for bad in [
+        Finish::new(State::Running),
+        Finish::new(State::Failed),
+        Finish::failed(State::Succeeded, ErrorCode::NonzeroExit, "?"),
+    ] {
+        assert!(matches!(
+            job::finish(&mut conn, 0, a_id, &bad).await,
+            Err(Error::NotTerminal(..))
+        ));
+    }
+
+    // Every error code the API documents is one the database takes.
+    for &code in ErrorCode::ALL {
+        let (j, id) = queued();
+        job::insert(&mut conn, &j).await.unwrap();
+        assert!(
+            job::assign(&db, 0, id, Source::Cold, &[], 0.0)
+                .await
+                .unwrap()
+        );
+        let row = job::finish(&mut conn, 0, id, &Finish::failed(State::Failed, code, "x"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.error_code, Some(code));
+    }
+    // Success carries no code; the database refuses one written behind the
+    // store's back, and a failure without one.
+    let (j, id) = queued();
+    job::insert(&mut conn, &j).await.unwrap();
+    assert!(
+        job::assign(&db, 0, id, Source::Warm, &[], 0.0)
+            .await
+            .unwrap()
+    );
+    for sql in [
+        "update job set error_code = 'nonzero_exit' where job_id = $1",
+        "update job set state = 'failed' where job_id = $1",
+        "update job set state = 'failed', error_code = 'out_of_luck' where job_id = $1",
+    ] {
+        let refused = sqlx::query(sql).bind(id).execute(&db).await.unwrap_err();
+        assert!(
+            refused
+                .as_database_error()
+                .and_then(|e| e.constraint())
+                .is_some(),
+            "{sql}: {refused}"
+        );
+    }
+
+    // A name the code does not know is an error when read, never a default.
+    sqlx::query("alter table job drop constraint job_kind_check")
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("update job set kind = 'mystery' where job_id = $1")
+        .bind(id)
+        .execute(&db)
+        .await
+        .unwrap();
+    let unknown = job::get(&db, t.tenant_id, id).await.unwrap_err();
+    assert!(
+        unknown.to_string().contains("\"mystery\" is not a Kind"),
+        "{unknown}"
+    );
 }
 
 #[sqlx::test(migrations = "../../migrations")]
@@ -422,7 +542,7 @@ async fn a_stale_leaders_writes_are_refused(db: PgPool) {
     }
     let old = leadership::take_over(&db, "replica-a").await.unwrap();
     assert!(
-        job::assign(&db, old, ids[0], "cold", &["p".into()], 1.0)
+        job::assign(&db, old, ids[0], Source::Cold, &["p".into()], 1.0)
             .await
             .unwrap()
     );
@@ -434,9 +554,8 @@ async fn a_stale_leaders_writes_are_refused(db: PgPool) {
         (new, new)
     );
     let fin = Finish {
-        state: "succeeded".into(),
         exit_code: Some(0),
-        ..Finish::default()
+        ..Finish::new(State::Succeeded)
     };
     assert!(
         job::finish(&mut conn, old, ids[0], &fin)
@@ -446,24 +565,24 @@ async fn a_stale_leaders_writes_are_refused(db: PgPool) {
     );
     assert!(!job::requeue(&db, old, ids[0], 5).await.unwrap());
     assert!(
-        !job::assign(&db, old, ids[1], "cold", &["p".into()], 1.0)
+        !job::assign(&db, old, ids[1], Source::Cold, &["p".into()], 1.0)
             .await
             .unwrap()
     );
     let untouched = job::get(&db, t.tenant_id, ids[0]).await.unwrap().unwrap();
-    assert_eq!(untouched.state, "running");
+    assert_eq!(untouched.state, State::Running);
     // The new leader's writes go through.
     assert!(job::requeue(&db, new, ids[0], 5).await.unwrap());
     assert!(
-        job::assign(&db, new, ids[1], "cold", &["p".into()], 1.0)
+        job::assign(&db, new, ids[1], Source::Cold, &["p".into()], 1.0)
             .await
             .unwrap()
     );
-    let done = job::finish(&mut conn, new, ids[0], &fin)
+    let done = job::finish(&mut conn, new, ids[1], &fin)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(done.state, "succeeded");
+    assert_eq!(done.state, State::Succeeded);
 }
 
 #[sqlx::test(migrations = "../../migrations")]

@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use hearth_core::ErrorCode;
 use hearth_core::job::{Kind, Source, Timing};
 use hearth_core::validate::{self, CreateJob, Invalid};
 use hearth_store::job::{Cancel, Filter, Inserted, JobRow, NewJob};
@@ -44,9 +45,9 @@ const RECHECK: Duration = Duration::from_secs(2);
 /// Why a job ended badly.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct JobError {
-    /// `nonzero_exit`, `timed_out`, `cancelled`, `deps_install_failed`,
-    /// `invalid_output`, `pod_lost`, `unknown_bundle`, `bind_failed`, `spawn_failed`, ...
-    pub code: String,
+    /// One of the job error codes (a closed list; see `ErrorCode`).
+    pub code: ErrorCode,
+    /// What happened, for a person.
     pub message: String,
 }
 
@@ -90,8 +91,8 @@ impl From<&JobRow> for JobResponse {
     fn from(r: &JobRow) -> Self {
         JobResponse {
             id: r.job_id,
-            state: hearth_core::State::parse(&r.state).unwrap_or(hearth_core::State::Failed),
-            kind: Kind::parse(&r.kind).unwrap_or(Kind::ToolCall),
+            state: r.state,
+            kind: r.kind,
             caller: r.caller.clone(),
             profile: r.profile.clone(),
             priority: r.priority,
@@ -101,11 +102,11 @@ impl From<&JobRow> for JobResponse {
             stderr: r.stderr.clone(),
             stdout_truncated: r.stdout_truncated,
             stderr_truncated: r.stderr_truncated,
-            error: r.error_code.as_ref().map(|code| JobError {
-                code: code.clone(),
+            error: r.error_code.map(|code| JobError {
+                code,
                 message: r.error_message.clone().unwrap_or_default(),
             }),
-            source: r.source.as_deref().and_then(Source::parse),
+            source: r.source,
             pods: r.pods.clone(),
             attempts: r.attempts,
             timing: Timing {
@@ -123,7 +124,7 @@ impl From<&JobRow> for JobResponse {
 }
 
 fn is_final(row: &JobRow) -> bool {
-    hearth_core::State::parse(&row.state).is_some_and(hearth_core::State::is_terminal)
+    row.state.is_terminal()
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -283,7 +284,7 @@ async fn create_job(
             &NewJob {
                 job_id: Uuid::now_v7(),
                 tenant_id: tenant.tenant_id,
-                kind: spec.kind.as_str(),
+                kind: spec.kind,
                 profile: &spec.profile,
                 caller: &spec.caller,
                 priority: spec.priority,
@@ -400,8 +401,8 @@ async fn list_jobs(
         &state.db,
         tenant.tenant_id,
         &Filter {
-            state: p.state.map(|s| s.as_str().to_owned()),
-            kind: p.kind.map(|k| k.as_str().to_owned()),
+            state: p.state,
+            kind: p.kind,
             caller: p.caller,
             profile: p.profile,
             before: p.cursor,
@@ -468,8 +469,8 @@ fn sse_json(event: &str, id: i64, data: &impl Serialize) -> Event {
 }
 
 #[derive(Serialize)]
-struct StateData<'a> {
-    state: &'a str,
+struct StateData {
+    state: hearth_core::State,
 }
 
 #[derive(Serialize)]
@@ -561,7 +562,7 @@ impl Follow {
             return;
         }
         let event = match body {
-            Body::State(s) => sse_json("state", seq, &StateData { state: s.as_str() }),
+            Body::State(s) => sse_json("state", seq, &StateData { state: *s }),
             Body::Output { stream, rank, line } => sse_json(
                 "output",
                 seq,
@@ -725,9 +726,13 @@ async fn get_job_events(
     };
     if after.is_none() {
         // Every job starts queued; that event is not stored.
-        follow
-            .queue
-            .push_back(sse_json("state", 0, &StateData { state: "queued" }));
+        follow.queue.push_back(sse_json(
+            "state",
+            0,
+            &StateData {
+                state: hearth_core::State::Queued,
+            },
+        ));
     }
     let stream = futures::stream::unfold(follow, |mut f| async move {
         let event = f.next().await?;

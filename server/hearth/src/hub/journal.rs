@@ -221,7 +221,7 @@ fn written(hub: &Hub, events: Vec<NewJobEvent>, firsts: Vec<(Uuid, i64)>) {
         hub.announce(Change {
             job_id,
             tenant_id,
-            state: state.as_str().to_owned(),
+            state,
             cancel_requested: false,
         });
     }

@@ -365,7 +365,7 @@ impl Scheduler {
             if self.state().jobs.contains_key(&row.job_id) {
                 continue;
             }
-            if row.state != "queued" {
+            if row.state != hearth_core::State::Queued {
                 let max = self.inner.settings.max_attempts as i32;
                 if hearth_store::job::requeue(db, self.epoch(), row.job_id, max).await? {
                     tracing::info!(job_id = %row.job_id, "re-queued a job whose pod was lost");
@@ -384,7 +384,7 @@ impl Scheduler {
                     if let Some(done) =
                         hearth_store::job::finish(&mut conn, self.epoch(), row.job_id, &f).await?
                     {
-                        self.inner.metrics.job_finished(&done.profile, &done.state);
+                        self.inner.metrics.job_finished(&done.profile, done.state);
                         self.inner.hub.done(done);
                     }
                     tracing::warn!(job_id = %row.job_id, "failed a job whose pod was lost");

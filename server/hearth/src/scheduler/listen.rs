@@ -58,19 +58,19 @@ impl Scheduler {
 
     /// One announced change.
     fn changed(&self, change: &Change) {
-        let state = State::parse(&change.state);
-        self.inner.hub.stored(change.job_id, state);
+        let state = change.state;
+        self.inner.hub.stored(change.job_id, Some(state));
         let mut st = self.state();
         if !st.leading || st.draining {
             return;
         }
         let held = st.jobs.contains_key(&change.job_id);
-        if held && (change.cancel_requested || state == Some(State::Cancelled)) {
+        if held && (change.cancel_requested || state == State::Cancelled) {
             // Cancelled through another replica: stop it now rather than at
             // the next scan.
             drop(st);
             self.cancel(change.job_id);
-        } else if !held && state == Some(State::Queued) {
+        } else if !held && state == State::Queued {
             st.pickup_wanted = true;
             drop(st);
             self.inner.wake.notify_one();

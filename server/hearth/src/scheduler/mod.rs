@@ -51,7 +51,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hearth_core::job::Spec;
-use hearth_core::{Profile, Source};
+use hearth_core::{ErrorCode, Profile, Source};
 use hearth_pool::policy::{Bounds, Placement as PoolPlacement, Purpose};
 use hearth_pool::{
     CallerId, Decision, Event, Instant as PoolInstant, JobId, Kind, PodId, Pool, Reason, Request,
@@ -652,7 +652,7 @@ impl Scheduler {
             let message = format!("profile `{profile}` is no longer configured");
             actions.push(Action::Fail {
                 job,
-                finish: run::failed("unknown_profile", message),
+                finish: run::failed(ErrorCode::UnknownProfile, message),
             });
             return;
         }
@@ -686,7 +686,7 @@ impl Scheduler {
             if let Some(job) = st.jobs.remove(&uuid) {
                 actions.push(Action::Fail {
                     job: job.queued,
-                    finish: run::failed("unplaceable", e.to_string()),
+                    finish: run::failed(ErrorCode::Unplaceable, e.to_string()),
                 });
             }
         }
@@ -801,7 +801,9 @@ impl Scheduler {
             if running {
                 signal.notify_one();
             } else {
-                self.inner.metrics.job_finished(&profile, "cancelled");
+                self.inner
+                    .metrics
+                    .job_finished(&profile, hearth_core::State::Cancelled);
                 self.finished_locked(&mut st, job_id, &mut actions);
             }
         }

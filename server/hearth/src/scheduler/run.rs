@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hearth_core::agent::{self, Frame, Outcome, Rank, Stream};
 use hearth_core::job::Code;
-use hearth_core::{Source, State};
+use hearth_core::{ErrorCode, Source, State};
 use hearth_pool::PodId;
 use hearth_runtime::{Pod, client};
 use hearth_store::job::Finish;
@@ -88,28 +88,14 @@ enum Ending {
 /// The end of a job whose pods were lost for good.
 pub(super) fn lost(cancelled: bool, message: &str) -> Finish {
     if cancelled {
-        return Finish {
-            state: State::Cancelled.as_str().to_owned(),
-            error_code: Some("cancelled".to_owned()),
-            error_message: Some("cancelled".to_owned()),
-            ..Finish::default()
-        };
-    }
-    Finish {
-        state: State::Failed.as_str().to_owned(),
-        error_code: Some("pod_lost".to_owned()),
-        error_message: Some(message.to_owned()),
-        ..Finish::default()
+        Finish::failed(State::Cancelled, ErrorCode::Cancelled, "cancelled")
+    } else {
+        Finish::failed(State::Failed, ErrorCode::PodLost, message)
     }
 }
 
-pub(super) fn failed(code: &str, message: String) -> Finish {
-    Finish {
-        state: State::Failed.as_str().to_owned(),
-        error_code: Some(code.to_owned()),
-        error_message: Some(message),
-        ..Finish::default()
-    }
+pub(super) fn failed(code: ErrorCode, message: String) -> Finish {
+    Finish::failed(State::Failed, code, message)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -197,11 +183,11 @@ impl Scheduler {
                 // Cancelled elsewhere: tell watchers the final state.
                 if let Ok(Some(row)) =
                     hearth_store::job::get(&self.inner.db, job.tenant_id, job_id).await
-                    && State::parse(&row.state).is_some_and(State::is_terminal)
+                    && row.state.is_terminal()
                 {
                     self.inner
                         .metrics
-                        .job_finished(&placement.profile, &row.state);
+                        .job_finished(&placement.profile, row.state);
                     self.inner.hub.done(row);
                 }
             }
@@ -305,12 +291,13 @@ impl Scheduler {
                         // Whatever the job produced may be what the database
                         // refuses: keep the verdict, drop the payload.
                         finish = Finish {
-                            state: State::Failed.as_str().to_owned(),
                             exit_code: finish.exit_code,
-                            error_code: Some("result_unstorable".to_owned()),
-                            error_message: Some("the job's result could not be stored".to_owned()),
                             run_ms: finish.run_ms,
-                            ..Finish::default()
+                            ..Finish::failed(
+                                State::Failed,
+                                ErrorCode::ResultUnstorable,
+                                "the job's result could not be stored",
+                            )
                         };
                     }
                     tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
@@ -325,18 +312,18 @@ impl Scheduler {
         };
         // As stored: a job cancelled meanwhile ended as the store has it.
         let (state, code) = match &row {
-            Some(r) => (&r.state, &r.error_code),
-            None => (&finish.state, &finish.error_code),
+            Some(r) => (r.state, r.error_code),
+            None => (finish.state, finish.error_code),
         };
         let mut span = self.job_span(job, "job.finish", None, started, None, |a| {
-            a.push(KeyValue::new("hearth.job.state", state.clone()));
+            a.push(KeyValue::new("hearth.job.state", state.as_str()));
             if let Some(code) = code {
-                a.push(KeyValue::new("hearth.job.error_code", code.clone()));
+                a.push(KeyValue::new("hearth.job.error_code", code.as_str()));
             }
         });
         if let Some(row) = row {
             tracing::info!(job_id = %job.job_id, state = %row.state, "job finished");
-            self.inner.metrics.job_finished(&row.profile, &row.state);
+            self.inner.metrics.job_finished(&row.profile, row.state);
             self.inner.hub.done(row);
         } else {
             span.fail("the end of the job could not be recorded");
@@ -385,7 +372,7 @@ impl Scheduler {
             &self.inner.relaxed,
             self.epoch(),
             job.job_id,
-            placement.source.as_str(),
+            placement.source,
             &pod_ids,
             queued_ms,
         )
@@ -447,7 +434,7 @@ impl Scheduler {
                         Err(e) => {
                             return Ending::Done {
                                 finish: Box::new(failed(
-                                    "unknown_bundle",
+                                    ErrorCode::UnknownBundle,
                                     format!("bundle unreadable: {e}"),
                                 )),
                                 pods_ok: true,
@@ -457,7 +444,7 @@ impl Scheduler {
                     Ok(None) => {
                         return Ending::Done {
                             finish: Box::new(failed(
-                                "unknown_bundle",
+                                ErrorCode::UnknownBundle,
                                 format!("bundle {digest} not found"),
                             )),
                             pods_ok: true,
@@ -599,7 +586,7 @@ impl Scheduler {
         let mut bound = 0u32;
         let mut bind_ms = 0f64;
         let mut exits: Vec<Option<Frame>> = vec![None; pods.len()];
-        let mut agent_error: Option<(String, String, String)> = None;
+        let mut agent_error: Option<(ErrorCode, String, String)> = None;
         let mut was_cancelled = false;
         let mut recording_start: Option<tokio::task::JoinHandle<()>> = None;
         let mut lost_reason: Option<String> = None;
@@ -664,7 +651,7 @@ impl Scheduler {
                         Frame::Truncated { stream: Stream::Stderr } => truncated_err = true,
                         Frame::Error { code, message, log } => {
                             if let Some(span) = &mut bind_span {
-                                span.fail(code.clone());
+                                span.fail(code.as_str());
                             }
                             agent_error.get_or_insert((code, message, log));
                             stop_all("a rank failed to bind", &cancel_tx);
@@ -707,7 +694,8 @@ impl Scheduler {
 
         let full_logs =
             (out.head_cut || err.head_cut).then(|| (out.full.clone(), err.full.clone()));
-        let mut finish = Finish {
+        // What the job printed, whichever way it ended.
+        let ran = move |state: State| Finish {
             stdout_truncated: truncated_out || out.head_cut,
             stderr_truncated: truncated_err || err.head_cut,
             stdout: out.head,
@@ -715,23 +703,24 @@ impl Scheduler {
             full_logs,
             acquire_ms: Some(acquire_ms),
             bind_ms: Some(bind_ms),
-            ..Finish::default()
+            ..Finish::new(state)
         };
         if let Some((code, message, log)) = agent_error {
+            let mut finish = ran(State::Failed);
             if !log.is_empty() {
                 finish.stderr.push_str(&storable(&log));
             }
-            finish.state = State::Failed.as_str().to_owned();
-            finish.error_code = Some(storable(&code).into_owned());
+            finish.error_code = Some(code);
             finish.error_message = Some(storable(&message).into_owned());
             run_span.set("hearth.job.state", State::Failed.as_str());
-            run_span.fail(code);
+            run_span.fail(code.as_str());
             return Ending::Done {
                 finish: Box::new(finish),
                 pods_ok: true,
             };
         }
 
+        let mut finish = ran(State::Succeeded);
         let mut run_ms = 0f64;
         let mut state = State::Succeeded;
         for exit in exits.iter().flatten() {
@@ -784,36 +773,36 @@ impl Scheduler {
             }
             if let (State::Succeeded, Some(e)) = (state, output_error) {
                 state = State::Failed;
-                finish.error_code = Some("invalid_output".to_owned());
+                finish.error_code = Some(ErrorCode::InvalidOutput);
                 finish.error_message =
                     Some(format!("${} is not valid JSON: {e}", agent::OUTPUT_ENV));
             }
         }
         match state {
             State::TimedOut => {
-                finish.error_code = Some("timed_out".to_owned());
+                finish.error_code = Some(ErrorCode::TimedOut);
                 finish.error_message = Some(format!(
                     "the job ran past its timeout of {} s",
                     spec.timeout_s
                 ));
             }
             State::Cancelled => {
-                finish.error_code = Some("cancelled".to_owned());
+                finish.error_code = Some(ErrorCode::Cancelled);
                 finish.error_message = Some("cancelled while running".to_owned());
             }
             State::Failed if finish.error_code.is_none() => {
-                finish.error_code = Some("nonzero_exit".to_owned());
+                finish.error_code = Some(ErrorCode::NonzeroExit);
                 finish.error_message = Some(exit_message(finish.exit_code));
             }
             _ => {}
         }
-        finish.state = state.as_str().to_owned();
+        finish.state = state;
         run_span.set("hearth.job.state", state.as_str());
         if let Some(code) = finish.exit_code {
             run_span.set("hearth.job.exit_code", i64::from(code));
         }
         if matches!(state, State::Failed | State::TimedOut) {
-            run_span.fail(finish.error_code.clone().unwrap_or_default());
+            run_span.fail(finish.error_code.map_or("", ErrorCode::as_str));
         }
         run_span.end_at(SystemTime::now());
         Ending::Done {
@@ -825,12 +814,13 @@ impl Scheduler {
 
 fn cancelled(acquire_ms: Option<f64>, bind_ms: Option<f64>) -> Finish {
     Finish {
-        state: State::Cancelled.as_str().to_owned(),
-        error_code: Some("cancelled".to_owned()),
-        error_message: Some("cancelled while running".to_owned()),
         acquire_ms,
         bind_ms,
-        ..Finish::default()
+        ..Finish::failed(
+            State::Cancelled,
+            ErrorCode::Cancelled,
+            "cancelled while running",
+        )
     }
 }
 
