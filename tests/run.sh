@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what the tests need on a fresh Debian machine (bubblewrap, a running
 # PostgreSQL), builds the workspace's binaries and runs every test, then
-# schemathesis against the live service (tests/schemathesis.sh).
+# schemathesis against the live service (tests/schemathesis.sh), then the
+# generated SDKs: regenerated and compared, type-checked, and tested against
+# the live service (openapi/check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,3 +31,6 @@ cargo test --workspace --locked "$@"
 # The served OpenAPI document against the live service: schemathesis with a
 # tenant's key and with the admin token.
 bash tests/schemathesis.sh
+
+# The Python and TypeScript SDKs (openapi/): installs their pinned tools.
+bash openapi/check.sh

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 /// A test configuration with a small K so bursts batch.
 fn control_config(k: u32) -> TestConfig {
     let mut c = config();
-    c.control_k = k;
+    c.control_k = Some(k);
     // A generous lead, so a loaded test machine still launches in time.
     c.control_launch_cost_us = 5_000;
     c
@@ -149,11 +149,45 @@ async fn policies_register_idempotently_and_conflict_on_another_body() {
     let (s, e) = register(&app, &a.key, &json!({"name": "x"})).await;
     assert_eq!(s, 422, "{e}");
     assert!(e["message"].as_str().unwrap().starts_with("policy JSON"));
+    // JSON-shape errors name the route and the instruction.
+    for (path, value, want) in [
+        (
+            "/routes/1/body/0/op",
+            json!("div"),
+            "route \"answer\" (routes[1]) instruction 0 `div` (routes[1].body[0]): unknown variant `div`",
+        ),
+        (
+            "/routes/0/body/2/cmp",
+            json!("bigger"),
+            "route \"classify\" (routes[0]) instruction 2 `select` (routes[0].body[2]): unknown variant `bigger`",
+        ),
+        (
+            "/routes/0/body/2/b/imm",
+            json!(4_294_967_296u64),
+            "route \"classify\" (routes[0]) instruction 2 `select` (routes[0].body[2]):",
+        ),
+    ] {
+        let mut bad = example();
+        *bad.pointer_mut(path).unwrap() = value;
+        let (s, e) = register(&app, &a.key, &bad).await;
+        assert_eq!(s, 422, "{e}");
+        assert_eq!(e["code"], "invalid_policy");
+        assert!(e["message"].as_str().unwrap().contains(want), "{e}");
+    }
+    // u32 values up to 4294967295 register and come back as such.
+    let mut big = example();
+    big["version"] = json!(u32::MAX);
+    big["init"] = json!([u32::MAX, 0, 0, 7]);
+    let (s, p) = register(&app, &a.key, &big).await;
+    assert_eq!(s, 201, "{p}");
+    assert_eq!(p["version"], u32::MAX);
+    assert_eq!(p["spec"]["init"][0], u32::MAX);
+    assert_eq!(p["durability"], "commit");
 
     let id = first["policy_id"].as_str().unwrap();
     let (s, list) = app.get(&a.key, "/v1/control/policies").await;
     assert_eq!(s, 200);
-    assert_eq!(list["policies"].as_array().unwrap().len(), 2);
+    assert_eq!(list["policies"].as_array().unwrap().len(), 3);
     let (s, got) = app.get(&a.key, &format!("/v1/control/policies/{id}")).await;
     assert_eq!(s, 200);
     assert_eq!(got["routes"], first["routes"]);
@@ -332,6 +366,18 @@ async fn a_burst_of_k_runs_as_one_batch_and_a_lone_event_falls_back_in_time() {
     assert_eq!(st["deadline_misses"], 0, "{st}");
     assert!((st["fallback_share"].as_f64().unwrap() - 2.0 / 15.0).abs() < 1e-9);
     assert!(st["executor"].as_str().unwrap().starts_with("cpu"));
+    // Equal-deadline routes: P* is exact and its bounds meet.
+    assert_eq!(st["exact"], true, "{st}");
+    assert_eq!(st["p_star_bounds"]["lower"], st["p_star"], "{st}");
+    assert_eq!(st["p_star_bounds"]["upper"], st["p_star"], "{st}");
+    assert_eq!(st["p_star_bounds"]["bounded_components"], 0, "{st}");
+    // The window reaches back before this process started, and says so.
+    let cov = &st["coverage"];
+    assert_eq!(cov["records"], 15, "{st}");
+    assert_eq!(cov["evicted"], 0, "{st}");
+    assert_eq!(cov["before_start"], true, "{st}");
+    assert_eq!(cov["complete"], false, "{st}");
+    assert_eq!(cov["complete_from_ns"], cov["from_ns"], "{st}");
 
     // Another tenant's log is its own.
     let other = app.create_tenant("ctl-batch-other").await;
@@ -570,7 +616,12 @@ async fn sessions_are_snapshotted_on_a_cadence() {
     c.control_snapshot_s = 0.2;
     let app = spawn_app_with(c.clone()).await;
     let t = app.create_tenant("ctl-cadence").await;
-    let policy = register_example(&app, &t.key).await;
+    // A `snapshot` policy: only the cadence writes its sessions.
+    let mut body = example();
+    body["durability"] = "snapshot".into();
+    let (s, p) = register(&app, &t.key, &body).await;
+    assert_eq!(s, 201, "{p}");
+    let policy = p["policy_id"].as_str().unwrap().to_owned();
     let mut reference = Reference::new();
     run_events(&app, &t.key, &policy, "tick", 4, &mut reference).await;
     let want = session_state(&app, &t.key, &policy, "tick").await;
@@ -759,4 +810,208 @@ async fn bench_control_http_events_per_second() {
             100.0 * batched as f64 / n as f64
         );
     }
+}
+
+/// Figures, not a test: the cost of durability. Events/s and latency of a
+/// `commit` policy (answered after the per-launch commit) against a
+/// `snapshot` policy (answered at once), for sequential single events and
+/// for 4 clients posting arrays of 1,000.
+/// `cargo build --release --bins && cargo test -p hearth-tests --release
+/// --test control -- --ignored --nocapture bench_control_durability`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark"]
+async fn bench_control_durability_events_per_second() {
+    const SINGLE: usize = 400;
+    const ARRAY: usize = 1000;
+    const REQUESTS: usize = 40;
+    const CLIENTS: usize = 4;
+    for durability in ["commit", "snapshot"] {
+        let mut c = control_config(256);
+        c.control_launch_cost_us = 1_000;
+        c.control_eager = true;
+        c.control_snapshot_s = 5.0;
+        let app = spawn_app_with(c).await;
+        let t = app.create_tenant("ctl-bench-durability").await;
+        let mut body = example();
+        body["durability"] = durability.into();
+        let (s, p) = register(&app, &t.key, &body).await;
+        assert_eq!(s, 201, "{p}");
+        let policy = p["policy_id"].as_str().unwrap().to_owned();
+
+        // Sequential single events, due at once (deadline within the launch
+        // cost): each alone on the CPU path, one commit each.
+        let mut lat = Vec::with_capacity(SINGLE);
+        let t0 = Instant::now();
+        for i in 0..SINGLE {
+            let t1 = Instant::now();
+            events(
+                &app,
+                &t.key,
+                &json!({"policy": policy, "session": "seq", "input": [i, 1], "deadline_ms": 1}),
+            )
+            .await;
+            lat.push(t1.elapsed().as_secs_f64() * 1e3);
+        }
+        let single_rate = SINGLE as f64 / t0.elapsed().as_secs_f64();
+        lat.sort_by(f64::total_cmp);
+
+        // Arrays from 4 clients (batches of K..B events, one commit per launch).
+        let body = |r: usize| {
+            Value::from(
+                (0..ARRAY)
+                    .map(|i| {
+                        json!({"policy": policy, "session": format!("c{r}-{i}"),
+                               "route": "classify", "input": [i, r]})
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        };
+        for r in 0..CLIENTS {
+            events(&app, &t.key, &body(r)).await;
+        }
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for r in 0..CLIENTS {
+            let (http, url, key, b) = (
+                app.http.clone(),
+                app.url("/v1/control/events"),
+                t.key.clone(),
+                body(r),
+            );
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..REQUESTS / CLIENTS {
+                    let v: Value = http
+                        .post(&url)
+                        .bearer_auth(&key)
+                        .json(&b)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    assert_eq!(v["results"].as_array().map(Vec::len), Some(ARRAY), "{v}");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        println!(
+            "control durability `{durability}`: sequential single events {single_rate:.0} events/s \
+             (p50 {:.2} ms, p99 {:.2} ms); {CLIENTS} clients x arrays of {ARRAY}: {:.0} events/s",
+            percentile(&lat, 0.5),
+            percentile(&lat, 0.99),
+            (REQUESTS * ARRAY) as f64 / secs
+        );
+    }
+}
+
+/// Figures, not a test: one tenant's stats must not delay another tenant's
+/// batches. Tenant A fills its log with 1M events; tenant B posts arrays of
+/// 1,000 events, first alone, then while A asks for its stats in a loop. B's
+/// batches launch at their deadline minus the launch cost; the figure is how
+/// late they start after that.
+/// `cargo build --release --bins && cargo test -p hearth-tests --release
+/// --test control -- --ignored --nocapture bench_control_stats`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark"]
+async fn bench_control_stats_do_not_delay_another_tenant() {
+    const ARRAY: usize = 1000;
+    const FILL: usize = 1000;
+    const ROUNDS: usize = 20;
+    let mut c = control_config(256);
+    c.control_launch_cost_us = 1_000;
+    c.control_snapshot_s = 3600.0;
+    let app = spawn_app_with(c).await;
+    let a = app.create_tenant("ctl-stats-a").await;
+    let b = app.create_tenant("ctl-stats-b").await;
+    let mut body = example();
+    body["durability"] = "snapshot".into();
+    let (_, pa) = register(&app, &a.key, &body).await;
+    let (_, pb) = register(&app, &b.key, &body).await;
+    let array = |policy: &Value, tag: &str| {
+        Value::from(
+            (0..ARRAY)
+                .map(|i| {
+                    json!({"policy": policy, "session": format!("{tag}{i}"),
+                           "route": "classify", "input": [i, 1], "deadline_ms": 20})
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    let fill = array(&pa["policy_id"], "a");
+    let t0 = Instant::now();
+    for _ in 0..FILL {
+        events(&app, &a.key, &fill).await;
+    }
+    println!(
+        "filled tenant A's log with {} events in {:.1} s",
+        FILL * ARRAY,
+        t0.elapsed().as_secs_f64()
+    );
+    let round = |label: &'static str| {
+        let (app, key, body) = (&app, b.key.clone(), array(&pb["policy_id"], "b"));
+        async move {
+            let mut late_ms: Vec<f64> = Vec::new();
+            for _ in 0..ROUNDS {
+                let got = events(app, &key, &body).await;
+                for r in got {
+                    let planned = r["deadline_ns"].as_u64().unwrap() - 1_000_000;
+                    let launch = r["launch_ns"].as_u64().unwrap();
+                    late_ms.push(launch.saturating_sub(planned) as f64 / 1e6);
+                }
+            }
+            late_ms.sort_by(f64::total_cmp);
+            let misses = late_ms.iter().filter(|&&l| l > 1.0).count();
+            println!(
+                "tenant B, {label}: launch after its planned time p50 {:.2} ms, p99 {:.2} ms, \
+                 max {:.2} ms; {misses} of {} events past their deadline",
+                percentile(&late_ms, 0.5),
+                percentile(&late_ms, 0.99),
+                late_ms.last().copied().unwrap_or(0.0),
+                late_ms.len()
+            );
+        }
+    };
+    round("alone").await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hammer = {
+        let (http, url, key, stop) = (
+            app.http.clone(),
+            app.url("/v1/control/stats?window_s=3600"),
+            a.key.clone(),
+            stop.clone(),
+        );
+        tokio::spawn(async move {
+            let mut ms = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                let v: Value = http
+                    .get(&url)
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                assert_eq!(v["events"], (FILL * ARRAY) as u64, "{v}");
+                ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            ms
+        })
+    };
+    round("while A's stats run in a loop").await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut ms = hammer.await.unwrap();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "tenant A's stats over {} records: {} requests, p50 {:.0} ms, max {:.0} ms",
+        FILL * ARRAY,
+        ms.len(),
+        percentile(&ms, 0.5),
+        ms.last().copied().unwrap_or(0.0)
+    );
 }

@@ -21,8 +21,9 @@
 //!   its route active; an exact inclusive sweep, O(n log n).
 //! * **G** = (P* − F)/(U − F), `null` when U = F.
 //!
-//! This crate does no I/O beyond the readers and writers it is handed, and has
-//! no dependency on the rest of Hearth.
+//! This crate does no I/O beyond the readers and writers it is handed, and
+//! depends on the rest of Hearth only for the workspace's one seeded generator
+//! (`hearth_core::rng`).
 
 mod analyze;
 mod csv;
@@ -30,7 +31,6 @@ mod error;
 mod event;
 mod optimum;
 mod replay;
-mod rng;
 
 pub use analyze::{
     Detail, Exact, Params, Report, Share, Thresholds, analyze, exact, fixed_share, gap_closure,
@@ -39,9 +39,9 @@ pub use analyze::{
 pub use csv::read_csv;
 pub use error::{Error, ParseError};
 pub use event::{Event, Events, Routes};
+pub use hearth_core::rng::SplitMix64;
 pub use optimum::ExactStats;
 pub use replay::{ReplayParams, ReplayStats, Session, Sessions, read_sessions, replay};
-pub use rng::SplitMix64;
 
 #[cfg(test)]
 mod proptests;

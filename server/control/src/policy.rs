@@ -111,10 +111,106 @@ pub struct Spec {
     /// When a chain continues; absent: always (until an effect or H).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// When an event's result is acknowledged (see [`Durability`]). Not part
+    /// of the executable code: it changes no route id.
+    #[serde(default, skip_serializing_if = "Durability::is_commit")]
+    pub durability: Durability,
 }
 
 fn one() -> u32 {
     1
+}
+
+/// When the service acknowledges an event of a policy: the contract on what
+/// a crash may lose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// An event is answered only once the session state it produced is
+    /// committed to the store; the commits of everything one batch launch
+    /// (and whatever else finished meanwhile) produced are grouped into one
+    /// transaction, so the cost is per launch, not per event. A crash loses
+    /// no acknowledged event.
+    #[default]
+    Commit,
+    /// An event is answered as soon as it ran; session state is written on
+    /// the service's snapshot cadence (`HEARTH_CONTROL_SNAPSHOT_S`) and at
+    /// shutdown. A crash (kill -9, power loss) loses the acknowledged events
+    /// of the last snapshot interval: their sessions restart from the last
+    /// snapshot.
+    Snapshot,
+}
+
+impl Durability {
+    /// Whether this is the default, [`Durability::Commit`].
+    pub fn is_commit(&self) -> bool {
+        *self == Self::Commit
+    }
+}
+
+impl Spec {
+    /// Reads a policy from JSON, locating a shape error (an unknown op, a bad
+    /// `cmp`, an out-of-range u32, a missing or unknown field) at its route
+    /// and instruction: `route "classify" (routes[0]) instruction 2
+    /// (routes[0].body[2]): unknown variant ...`.
+    ///
+    /// # Errors
+    /// [`PolicyError::Json`] naming where the JSON departs from the schema.
+    pub fn from_value(value: serde_json::Value) -> Result<Self, PolicyError> {
+        match serde_json::from_value::<Spec>(value.clone()) {
+            Ok(spec) => Ok(spec),
+            Err(e) => Err(PolicyError::Json(
+                locate(&value).unwrap_or_else(|| format!("policy: {e}")),
+            )),
+        }
+    }
+}
+
+/// Where a policy's JSON first fails to parse, and why; `None` if no route,
+/// instruction or decision fails on its own (the error is then top-level).
+fn locate(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    if let Some(routes) = value.get("routes").and_then(Value::as_array) {
+        for (i, r) in routes.iter().enumerate() {
+            let name = r
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or_else(|| "without a name".to_owned(), |n| format!("{n:?}"));
+            if let Some(body) = r.get("body").and_then(Value::as_array) {
+                for (j, ins) in body.iter().enumerate() {
+                    if let Err(e) = serde_json::from_value::<Instr>(ins.clone()) {
+                        let op = ins
+                            .get("op")
+                            .and_then(Value::as_str)
+                            .map(|op| format!(" `{op}`"))
+                            .unwrap_or_default();
+                        return Some(format!(
+                            "route {name} (routes[{i}]) instruction {j}{op} \
+                             (routes[{i}].body[{j}]): {e}"
+                        ));
+                    }
+                }
+            }
+            if let Err(e) = serde_json::from_value::<RouteSpec>(r.clone()) {
+                return Some(format!("route {name} (routes[{i}]): {e}"));
+            }
+        }
+    }
+    match value.get("decision") {
+        Some(d) if !d.is_null() => serde_json::from_value::<Decision>(d.clone())
+            .err()
+            .map(|e| format!("decision: {e}")),
+        _ => None,
+    }
+}
+
+/// `route "r" instruction 3`, or `decision` for the decision (route "").
+fn place(route: &str, at: usize) -> String {
+    if route.is_empty() {
+        "decision".to_owned()
+    } else {
+        format!("route {route:?} instruction {at}")
+    }
 }
 
 /// One route: a name and a straight-line body.
@@ -478,7 +574,8 @@ pub enum PolicyError {
     },
     /// A register index out of range.
     #[error(
-        "route {route:?} instruction {at}: register {index} out of range (state has {registers})"
+        "{}: register {index} out of range (state has {registers})",
+        place(route, *at)
     )]
     Register {
         /// Route name (empty for the decision).
@@ -491,7 +588,7 @@ pub enum PolicyError {
         registers: u32,
     },
     /// An input index out of range.
-    #[error("route {route:?} instruction {at}: input {index} out of range (events carry {inputs})")]
+    #[error("{}: input {index} out of range (events carry {inputs})", place(route, *at))]
     InputIndex {
         /// Route name (empty for the decision).
         route: String,
@@ -668,9 +765,9 @@ impl Program {
     /// # Errors
     /// [`PolicyError::Json`] for malformed JSON or unknown fields, otherwise as [`Program::compile`].
     pub fn from_json(json: &str) -> Result<Self, PolicyError> {
-        let spec: Spec =
+        let value: serde_json::Value =
             serde_json::from_str(json).map_err(|e| PolicyError::Json(e.to_string()))?;
-        Self::compile(spec)
+        Self::compile(Spec::from_value(value)?)
     }
 
     /// Validates `spec` and compiles it.
@@ -774,6 +871,11 @@ impl Program {
     /// Policy version.
     pub fn version(&self) -> u32 {
         self.spec.version
+    }
+
+    /// When its events are acknowledged.
+    pub fn durability(&self) -> Durability {
+        self.spec.durability
     }
 
     /// Registers of the session state.
@@ -1261,6 +1363,49 @@ mod tests {
             Program::from_json(&extra),
             Err(PolicyError::Json(_))
         ));
+    }
+
+    fn json_error(json: &str) -> String {
+        match Program::from_json(json) {
+            Err(e @ PolicyError::Json(_)) => e.to_string(),
+            other => panic!("expected a JSON error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn json_errors_name_the_route_and_instruction() {
+        let div = json_error(&EXAMPLE.replace("\"sub_sat\"", "\"div\""));
+        assert!(
+            div.contains("route \"answer\" (routes[1]) instruction 0 `div` (routes[1].body[0])")
+                && div.contains("unknown variant `div`"),
+            "{div}"
+        );
+        let cmp = json_error(&EXAMPLE.replace("\"cmp\": \"gt\"", "\"cmp\": \"bigger\""));
+        assert!(
+            cmp.contains("route \"classify\" (routes[0]) instruction 2 `select`"),
+            "{cmp}"
+        );
+        let imm = json_error(&EXAMPLE.replace("{\"imm\": 100}", "{\"imm\": 4294967296}"));
+        assert!(imm.contains("(routes[0].body[2])"), "{imm}");
+        let decision = json_error(&EXAMPLE.replace("\"lt\"", "\"less\""));
+        assert!(
+            decision.starts_with("policy JSON: decision: "),
+            "{decision}"
+        );
+        let top = json_error(&EXAMPLE.replace("\"max_steps\": 8", "\"max_steps\": -1"));
+        assert!(top.starts_with("policy JSON: policy: "), "{top}");
+        // Syntax errors keep serde's line and column.
+        assert!(json_error("{\"name\": ").contains("line 1"));
+        // Validation errors of the decision say so instead of an empty route.
+        let mut spec: Spec = serde_json::from_str(EXAMPLE).unwrap();
+        spec.decision = Some(Decision::Batch(BatchDecision {
+            reduce: Reduce::Max,
+            reg: 9,
+            cmp: Cmp::Lt,
+            value: 0,
+        }));
+        let e = Program::compile(spec).unwrap_err().to_string();
+        assert!(e.starts_with("decision: register 9"), "{e}");
     }
 
     #[test]

@@ -139,6 +139,7 @@ pub fn spec(rng: &mut SplitMix64, shape: Shape) -> Spec {
         max_steps: 1 + rng.below(u64::from(shape.max_steps)) as u32,
         routes,
         decision,
+        durability: crate::policy::Durability::default(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod job;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod profile;
+pub mod rng;
 pub mod validate;
 pub mod whole;
 

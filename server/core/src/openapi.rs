@@ -7,8 +7,7 @@ use std::borrow::Cow;
 
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::schema::{
-    AdditionalProperties, AnyOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Ref, Schema,
-    SchemaType, Type,
+    AdditionalProperties, ArrayBuilder, ObjectBuilder, OneOfBuilder, Ref, Schema, SchemaType, Type,
 };
 use utoipa::openapi::{Components, RefOr};
 
@@ -62,17 +61,23 @@ pub fn bundle_files() -> Schema {
 }
 
 /// A job's command: 1..=64 arguments of at most 4096 characters, the
-/// program not empty.
+/// program not empty. Said with `not` rather than `prefixItems`, which
+/// generators read as a tuple of one (TypeScript's `[string]`).
 pub fn command() -> Schema {
     let arg = || text(NO_NUL).max_length(Some(4096));
+    let mut not = Extensions::default();
+    not.insert(
+        "not".to_owned(),
+        serde_json::json!({"prefixItems": [{"maxLength": 0}]}),
+    );
     ArrayBuilder::new()
         .description(Some(
             "The program and its arguments (1..=64, each at most 4096 characters without NUL; the program not empty)",
         ))
-        .prefix_items([Schema::from(arg().min_length(Some(1)).build())])
         .items(arg())
         .min_items(Some(1))
         .max_items(Some(64))
+        .extensions(Some(not))
         .build()
         .into()
 }
@@ -116,30 +121,48 @@ pub fn env() -> Schema {
         .into()
 }
 
+/// Names of the schemas of [`Code`]'s variants. Each variant is a named
+/// component that [`Code`] refers to: generators build a type per named
+/// schema, and some cannot tell inline variants apart at run time.
+pub const CODE_FILES: &str = "CodeFiles";
+/// See [`CODE_FILES`].
+pub const CODE_BUNDLE: &str = "CodeBundle";
+
+fn code_variant(field: &str, description: &str, schema: Schema) -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+        .property(field, schema)
+        .required(field)
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .build()
+        .into()
+}
+
+fn code_files_schema() -> Schema {
+    code_variant("files", "The job's code as inline files", files(0))
+}
+
+fn code_bundle_schema() -> Schema {
+    code_variant(
+        "bundle",
+        "The job's code as a bundle uploaded earlier",
+        text(BUNDLE_DIGEST)
+            .description(Some(
+                "`sha256:<hex>` of a bundle uploaded with `POST /v1/bundles`",
+            ))
+            .into(),
+    )
+}
+
 impl utoipa::PartialSchema for Code {
     fn schema() -> RefOr<Schema> {
-        let variant = |title: &str, field: &str, schema: Schema| {
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .title(Some(title))
-                .property(field, schema)
-                .required(field)
-                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
-        };
         OneOfBuilder::new()
             .description(Some(
                 "The job's code: inline files, or a bundle uploaded earlier.",
             ))
-            .item(variant("CodeFiles", "files", files(0)))
-            .item(variant(
-                "CodeBundle",
-                "bundle",
-                text(BUNDLE_DIGEST)
-                    .description(Some(
-                        "`sha256:<hex>` of a bundle uploaded with `POST /v1/bundles`",
-                    ))
-                    .into(),
-            ))
+            .item(Ref::from_schema_name(CODE_FILES))
+            .item(Ref::from_schema_name(CODE_BUNDLE))
             .into()
     }
 }
@@ -150,62 +173,49 @@ impl utoipa::ToSchema for Code {
     }
 }
 
-/// Name of the schema of free-form JSON the service stores: any value whose
-/// strings and keys hold no NUL (Postgres cannot store one in `jsonb`).
-pub const JSON_VALUE: &str = "JsonValue";
-
-/// A reference to [`JSON_VALUE`], for `schema_with`.
-pub fn json_value() -> RefOr<Schema> {
-    Ref::from_schema_name(JSON_VALUE).into()
-}
-
-/// A job's input: any JSON value without NUL, at most 1 MiB.
+/// A job's input: any JSON value without NUL, at most 1 MiB. Inline and
+/// without a type: SDK generators then type it as any value. The rule that
+/// no string or key holds NUL applies at every depth, which only a
+/// recursive union could state, and generators cannot build types from
+/// one: it is in the description, and the service answers 422 (`input`)
+/// when it is broken.
 pub fn input() -> RefOr<Schema> {
-    let mut input = Ref::from_schema_name(JSON_VALUE);
-    input.description = "Any JSON value, given to the job on stdin and in `$HEARTH_INPUT`: \
-        at most 1 MiB, its strings and keys without NUL"
-        .to_owned();
-    input.into()
-}
-
-fn json_value_schema() -> Schema {
-    AnyOfBuilder::new()
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
         .description(Some(
-            "Any JSON value whose strings and object keys hold no NUL (`\\u0000`)",
+            "Any JSON value, given to the job on stdin and in `$HEARTH_INPUT`: \
+             at most 1 MiB, its strings and object keys without NUL (`\\u0000`) at any depth",
         ))
-        .item(ObjectBuilder::new().schema_type(SchemaType::from_iter([
-            Type::Null,
-            Type::Boolean,
-            Type::Number,
-        ])))
-        .item(text(NO_NUL))
-        .item(ArrayBuilder::new().items(json_value()))
-        .item(
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .property_names(Some(text(NO_NUL)))
-                .additional_properties(Some(AdditionalProperties::RefOr(json_value()))),
-        )
         .build()
         .into()
 }
 
-/// Adds what the derive cannot express: the [`JSON_VALUE`] schema, and the
-/// constraint between fields of a submission that only a rollout has a
-/// `topology` (utoipa has no `anyOf` beside `properties`, so the keyword
-/// travels with the schema's extensions, which it writes out as they are).
+/// Adds what the derive cannot express: the variants of [`Code`], and the constraint between fields of a submission
+/// that only a rollout has a `topology`. utoipa has no `if`/`then` beside
+/// `properties`, so the keywords travel with the schema's extensions, which
+/// it writes out as they are; generators ignore them (a constraint, not a
+/// second shape of the type), validators apply them.
 pub fn amend(components: &mut Components) {
     components
         .schemas
-        .insert(JSON_VALUE.to_owned(), json_value_schema().into());
+        .insert(CODE_FILES.to_owned(), code_files_schema().into());
+    components
+        .schemas
+        .insert(CODE_BUNDLE.to_owned(), code_bundle_schema().into());
     if let Some(RefOr::T(Schema::Object(create_job))) = components.schemas.get_mut("CreateJob") {
-        let any_of = serde_json::json!([
-            {"properties": {"kind": {"const": "rollout"}}},
-            {"properties": {"topology": {"type": "null"}}}
-        ]);
-        create_job
+        let extensions = create_job
             .extensions
-            .get_or_insert_with(Extensions::default)
-            .insert("anyOf".to_owned(), any_of);
+            .get_or_insert_with(Extensions::default);
+        extensions.insert(
+            "if".to_owned(),
+            serde_json::json!({
+                "required": ["topology"],
+                "properties": {"topology": {"not": {"type": "null"}}}
+            }),
+        );
+        extensions.insert(
+            "then".to_owned(),
+            serde_json::json!({"properties": {"kind": {"const": "rollout"}}}),
+        );
     }
 }

@@ -170,9 +170,23 @@ impl Authenticator {
         if key.revoked_at.is_some() {
             return Err(ApiError::Unauthorized("API key revoked"));
         }
+        let now = time::OffsetDateTime::now_utc();
+        let ttl = match key.expires_at {
+            Some(at) if at <= now => return Err(ApiError::Unauthorized("API key expired")),
+            // Never trusted from the cache past its expiry.
+            Some(at) => KEY_CACHE_TTL.min((at - now).unsigned_abs()),
+            None => KEY_CACHE_TTL,
+        };
+        // Off the request's path: a failed write costs only the record.
+        let (pool, api_key_id) = (db.clone(), key.api_key_id);
+        tokio::spawn(async move {
+            if let Err(e) = hearth_store::tenant::touch_key(&pool, api_key_id).await {
+                tracing::debug!(%api_key_id, error = %e, "recording a key's use failed");
+            }
+        });
         let entry = CachedKey {
             tenant_id: key.tenant_id,
-            until: Instant::now() + KEY_CACHE_TTL,
+            until: Instant::now() + ttl,
         };
         self.keys
             .lock()

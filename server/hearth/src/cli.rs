@@ -102,7 +102,10 @@ pub struct SimulateArgs {
     /// `fresh`, `always-on[:N]`, `keepalive:<seconds>` or `firepool`.
     #[arg(long, default_value = "firepool")]
     pub policy: String,
-    /// Run every policy, print one table and write an SVG chart.
+    /// Run every policy and a sweep of fixed keep-alives, print one table
+    /// and firepool's frontier targets, and write an SVG chart (start
+    /// latency CDF, GPUs held over time, and the frontier: GPU-hours against
+    /// p90 start for the fixed keep-alives, always-on and firepool).
     #[arg(long)]
     pub compare: bool,
     /// Where `--compare` writes its chart.
@@ -134,11 +137,16 @@ pub struct SimulateArgs {
 pub enum SimulateCommand {
     /// Write a synthetic trace to standard output.
     Gen {
-        /// `agent` (many callers, short jobs, heavy-tailed think pauses) or
-        /// `rl` (steps of rollouts and verifiers, then a training pause).
+        /// `agent` (many callers, short jobs, heavy-tailed think pauses),
+        /// `rl` (steps of rollouts and verifiers, then a training pause),
+        /// or a member (drawn from the seed) of the frontier benchmark's
+        /// families: `agent-heavy` (heavier-tailed pauses, longer tools) or
+        /// `rl-mixed` (workers alternating a whole-GPU and a quarter-GPU
+        /// profile, 8-24-job steps, 45-120 s pauses).
         #[arg(long)]
         kind: hearth_pool::sim::TraceKind,
-        /// Callers (default: 100 agent, 32 rl).
+        /// Callers (default: 100 agent, 32 rl; drawn from the seed for
+        /// agent-heavy and rl-mixed).
         #[arg(long)]
         callers: Option<u32>,
         /// Jobs in all, shared among the callers.
@@ -328,7 +336,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 TenantCommand::CreateKey { tenant, name, json } => {
                     let t = tenant_by_name(&pool, &tenant).await?;
-                    let k = crate::http::admin::create_key(&pool, t.tenant_id, &name)
+                    let k = crate::http::admin::create_key(&pool, t.tenant_id, Some(&name), None)
                         .await
                         .map_err(api_error)?;
                     if json {
@@ -379,13 +387,11 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
     }) = args.command
     {
         let out = std::io::BufWriter::new(std::io::stdout().lock());
-        sim::generate(
-            kind,
-            callers.unwrap_or_else(|| kind.default_callers()),
-            jobs.unwrap_or_else(|| kind.default_jobs()),
-            seed,
-            out,
-        )?;
+        // A family member's caller count comes from its seed, as in
+        // `cargo bench -p hearth-pool --bench frontier`.
+        let callers = callers.unwrap_or_else(|| sim::family_callers(kind, seed));
+        let jobs = jobs.unwrap_or_else(|| sim::family_jobs(kind, callers));
+        sim::generate(kind, callers, jobs, seed, out)?;
         return Ok(());
     }
     let trace = args.trace.ok_or_else(|| {
@@ -399,15 +405,19 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         max_pods: args.max_pods,
         ..sim::SimParams::default()
     };
+    let mut frontier = Vec::new();
     let summaries = if args.compare {
-        let cmp = sim::compare(
-            &trace,
-            &hearth_pool::policy::Kind::comparison_set(),
-            &params,
-        )?;
+        let mut kinds = hearth_pool::policy::Kind::comparison_set();
+        for k in sim::frontier_set() {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        let cmp = sim::compare(&trace, &kinds, &params)?;
         std::fs::write(&args.svg, &cmp.svg)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", args.svg.display()))?;
         eprintln!("chart written to {}", args.svg.display());
+        frontier = sim::frontier_targets(&cmp.summaries);
         cmp.summaries
     } else {
         let kind: hearth_pool::policy::Kind = args.policy.parse()?;
@@ -420,6 +430,16 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         }
     } else {
         write!(out, "{}", sim::Summary::table(&summaries))?;
+        for t in &frontier {
+            writeln!(
+                out,
+                "  [{}] {:<40} {:>8} got {:.3}",
+                if t.met { "met" } else { "MISSED" },
+                t.what,
+                t.goal,
+                t.got
+            )?;
+        }
     }
     Ok(())
 }

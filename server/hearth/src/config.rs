@@ -231,8 +231,10 @@ pub struct Config {
 
     /// Control endpoint: K_r of routes without a calibration (`hearth control
     /// calibrate --tenant`); 0 runs uncalibrated routes on the CPU path only.
-    #[arg(long, env = "HEARTH_CONTROL_K", default_value_t = 256)]
-    pub control_k: u32,
+    /// Unset: chosen from the active executor (CPU: none, since batching buys
+    /// nothing there; GPU: 256), until a calibration measures it.
+    #[arg(long, env = "HEARTH_CONTROL_K")]
+    pub control_k: Option<u32>,
 
     /// Control endpoint: most events per batch (B).
     #[arg(long, env = "HEARTH_CONTROL_MAX_BATCH", default_value_t = 1024)]
@@ -359,7 +361,8 @@ impl Config {
         Ok((size(main), size(self.db_relaxed_connections)))
     }
 
-    /// The control engine's settings and the default K_r.
+    /// The control engine's settings and the configured default K_r
+    /// (`None`: from the executor, `Some(0)`: CPU path only).
     pub fn control_settings(&self) -> anyhow::Result<(crate::control::Settings, Option<u32>)> {
         let ms_ok = |name: &str, ms: f64| {
             anyhow::ensure!(
@@ -397,7 +400,7 @@ impl Config {
             },
             records: self.control_records,
         };
-        Ok((settings, (self.control_k > 0).then_some(self.control_k)))
+        Ok((settings, self.control_k))
     }
 
     /// The submission limits this configuration implies.

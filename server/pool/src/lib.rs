@@ -15,7 +15,6 @@
 pub mod policy;
 pub mod sim;
 
-mod rng;
 mod time;
 
 pub use policy::{

@@ -157,6 +157,12 @@ pub struct Filter {
     pub profile: Option<String>,
     /// Keyset cursor: only jobs older than this one.
     pub before: Option<Uuid>,
+    /// Only ids in `[id_from, id_to)` (an id prefix).
+    pub id_from: Option<Uuid>,
+    pub id_to: Option<Uuid>,
+    /// Only jobs created in `[created_after, created_before)`.
+    pub created_after: Option<OffsetDateTime>,
+    pub created_before: Option<OffsetDateTime>,
     pub limit: i64,
 }
 
@@ -172,6 +178,10 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
            and ($4::text is null or caller = $4)
            and ($5::text is null or profile = $5)
            and ($6::uuid is null or job_id < $6)
+           and ($8::uuid is null or job_id >= $8)
+           and ($9::uuid is null or job_id < $9)
+           and ($10::timestamptz is null or created_at >= $10)
+           and ($11::timestamptz is null or created_at < $11)
          order by job_id desc
          limit $7",
         tenant_id,
@@ -180,7 +190,11 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
         f.caller,
         f.profile,
         f.before,
-        f.limit
+        f.limit,
+        f.id_from,
+        f.id_to,
+        f.created_after,
+        f.created_before,
     )
     .fetch_all(db)
     .await?)
@@ -595,4 +609,48 @@ pub async fn announce(db: impl PgExecutor<'_>, changes: &[Change]) -> Result<()>
     .fetch_one(db)
     .await?;
     Ok(())
+}
+
+/// A tenant's jobs of one profile, state and source, accepted in a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRow {
+    pub profile: String,
+    pub state: State,
+    /// `None`: the jobs never got a pod.
+    pub source: Option<Source>,
+    pub jobs: i64,
+    /// Their run time.
+    pub run_ms: f64,
+    /// Their run time times the pods each held (a gang's pods all run).
+    pub pod_run_ms: f64,
+}
+
+/// A tenant's jobs accepted at or after `since`, by profile, state and
+/// source. Ids are UUIDv7 minted at acceptance, so the bound on the id keeps
+/// the scan to the window on the tenant's index.
+#[tracing::instrument(skip(db))]
+pub async fn usage(
+    db: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    since: OffsetDateTime,
+) -> Result<Vec<UsageRow>> {
+    let since_ms = u128::try_from(since.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+    // The smallest v7 id of that millisecond, a millisecond early for clocks.
+    let first_id = Uuid::from_u128(since_ms.saturating_sub(1) << 80);
+    Ok(sqlx::query_as!(
+        UsageRow,
+        r#"select profile, state as "state: State", source as "source: Source",
+                  count(*) as "jobs!",
+                  coalesce(sum(run_ms), 0) as "run_ms!",
+                  coalesce(sum(run_ms * greatest(cardinality(pods), 1)), 0) as "pod_run_ms!"
+           from job
+           where tenant_id = $1 and job_id >= $2 and created_at >= $3
+           group by profile, state, source
+           order by profile, state, source"#,
+        tenant_id,
+        first_id,
+        since
+    )
+    .fetch_all(db)
+    .await?)
 }

@@ -22,7 +22,14 @@ pub struct ApiKeyRow {
     pub secret_hash: String,
     pub created_at: OffsetDateTime,
     pub revoked_at: Option<OffsetDateTime>,
+    /// After this the key is refused; `None`: it never expires.
+    pub expires_at: Option<OffsetDateTime>,
+    /// When it last authenticated a request (to within [`TOUCH_EVERY_S`]).
+    pub last_used_at: Option<OffsetDateTime>,
 }
+
+/// How stale a key's `last_used_at` may be before a use writes it again.
+pub const TOUCH_EVERY_S: i32 = 60;
 
 #[tracing::instrument(skip(db))]
 pub async fn create(db: impl PgExecutor<'_>, name: &str) -> Result<TenantRow> {
@@ -99,16 +106,18 @@ pub async fn create_key(
     name: &str,
     prefix: &str,
     secret_hash: &str,
+    expires_at: Option<OffsetDateTime>,
 ) -> Result<ApiKeyRow> {
     sqlx::query_as!(
         ApiKeyRow,
-        "insert into api_key (api_key_id, tenant_id, name, prefix, secret_hash)
-         values ($1, $2, $3, $4, $5) returning *",
+        "insert into api_key (api_key_id, tenant_id, name, prefix, secret_hash, expires_at)
+         values ($1, $2, $3, $4, $5, $6) returning *",
         Uuid::now_v7(),
         tenant_id,
         name,
         prefix,
-        secret_hash
+        secret_hash,
+        expires_at
     )
     .fetch_one(db)
     .await
@@ -154,4 +163,20 @@ pub async fn find_key(db: impl PgExecutor<'_>, prefix: &str) -> Result<Option<Ap
             .fetch_optional(db)
             .await?,
     )
+}
+
+/// Records that a key was just used, unless it was within the last
+/// [`TOUCH_EVERY_S`] seconds (so a busy key costs one write a minute).
+#[tracing::instrument(skip(db))]
+pub async fn touch_key(db: impl PgExecutor<'_>, api_key_id: Uuid) -> Result<()> {
+    sqlx::query!(
+        "update api_key set last_used_at = now()
+         where api_key_id = $1
+           and (last_used_at is null or last_used_at < now() - make_interval(secs => $2))",
+        api_key_id,
+        f64::from(TOUCH_EVERY_S)
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }

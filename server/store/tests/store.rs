@@ -75,9 +75,23 @@ async fn tenant_names_are_unique_and_keys_revocable(db: PgPool) {
         tenant::create(&db, "acme").await,
         Err(Error::Conflict("tenant_name_unique"))
     ));
-    let k = tenant::create_key(&db, t.tenant_id, "default", "abcdefabcdef", "hash")
+    let k = tenant::create_key(&db, t.tenant_id, "default", "abcdefabcdef", "hash", None)
         .await
         .unwrap();
+    assert_eq!((k.expires_at, k.last_used_at), (None, None));
+    // A use is recorded once, and again only after a minute.
+    tenant::touch_key(&db, k.api_key_id).await.unwrap();
+    let used = tenant::find_key(&db, "abcdefabcdef")
+        .await
+        .unwrap()
+        .unwrap();
+    let first = used.last_used_at.expect("recorded");
+    tenant::touch_key(&db, k.api_key_id).await.unwrap();
+    let again = tenant::find_key(&db, "abcdefabcdef")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.last_used_at, Some(first));
     assert_eq!(
         tenant::find_key(&db, "abcdefabcdef")
             .await

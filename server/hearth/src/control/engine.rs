@@ -6,18 +6,26 @@
 //! It owns the live session state; it never touches the database (the async
 //! side loads policies and restored sessions into it and writes the
 //! snapshots it hands out) and never blocks on a client.
+//!
+//! Durability: once a store writer is attached ([`Command::AttachWriter`]),
+//! every session write leaves the engine as a [`WriteGroup`] on one channel,
+//! in engine order, so a later state is never overwritten by an earlier one.
+//! Events of `commit` policies are answered by the writer after their group
+//! committed (one group per `advance`, i.e. per batch launch and whatever
+//! else finished with it); events of `snapshot` policies are answered at once
+//! and their sessions written by [`Command::Flush`] on the snapshot cadence.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use hearth_control::policy::Regs;
+use hearth_control::policy::{Durability, Regs};
 use hearth_control::{
     Completed, Driver, DriverConfig, ExecError, Executor, ExecutorKind, Outcome, Program, Record,
-    Task,
+    RouteKey, Task,
 };
 use hearth_store::control::SessionRow;
 use tokio::sync::{mpsc, oneshot};
@@ -67,12 +75,121 @@ pub struct SessionState {
     pub state: Regs,
 }
 
-/// A window of one tenant's event log.
+/// Records per chunk of a tenant's event log: a stats request shares the
+/// sealed chunks and copies at most this many records on the engine thread.
+pub const LOG_CHUNK: usize = 4096;
+
+/// A tenant's event log as a stats request sees it: shared chunks, in
+/// completion order, and what the log no longer holds. Taking one costs the
+/// engine O(chunks) plus one partial chunk, never O(records).
 #[derive(Debug, Clone, Default)]
 pub struct Window {
-    pub records: Vec<Record>,
+    /// The kept records, oldest chunk first; filter by release off the engine.
+    pub chunks: Vec<Arc<[Record]>>,
     /// `K_r` by route key (`u32::MAX` for routes without one).
     pub k: HashMap<u32, u32>,
+    /// Records dropped from the front of the log (the per-tenant cap).
+    pub evicted: u64,
+    /// Every finished event released after this instant (ns) is in the log;
+    /// `None`: nothing was dropped since the engine started.
+    pub dropped_until_ns: Option<u64>,
+    /// The cap on records kept per tenant.
+    pub cap: usize,
+}
+
+impl Window {
+    /// Records released at or after `since_ns` (a copy, made by the caller's thread).
+    pub fn records_since(&self, since_ns: u64) -> Vec<Record> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.iter())
+            .filter(|r| r.release_ns >= since_ns)
+            .copied()
+            .collect()
+    }
+}
+
+/// A tenant's event log: sealed chunks shared with stats requests, one open
+/// chunk, whole chunks dropped from the front past the cap.
+#[derive(Default)]
+struct RecordLog {
+    sealed: VecDeque<Arc<[Record]>>,
+    open: Vec<Record>,
+    len: usize,
+    evicted: u64,
+    dropped_until_ns: Option<u64>,
+    routes: HashSet<u32>,
+}
+
+impl RecordLog {
+    /// Appends; keeps at least the last `cap` records (at most `cap + LOG_CHUNK`).
+    fn push(&mut self, r: Record, cap: usize) {
+        if cap == 0 {
+            return;
+        }
+        self.routes.insert(r.route.0);
+        self.open.push(r);
+        self.len += 1;
+        if self.open.len() >= LOG_CHUNK {
+            let chunk: Arc<[Record]> = Arc::from(std::mem::take(&mut self.open));
+            self.open.reserve(LOG_CHUNK);
+            self.sealed.push_back(chunk);
+        }
+        while let Some(front) = self.sealed.front() {
+            if self.len - front.len() < cap {
+                break;
+            }
+            let latest = front.iter().map(|r| r.release_ns).max().unwrap_or(0);
+            self.dropped_until_ns = Some(self.dropped_until_ns.unwrap_or(0).max(latest));
+            self.len -= front.len();
+            self.evicted += front.len() as u64;
+            self.sealed.pop_front();
+        }
+    }
+
+    fn window(&self, k: impl Fn(u32) -> u32, cap: usize) -> Window {
+        let mut chunks: Vec<Arc<[Record]>> = self.sealed.iter().cloned().collect();
+        if !self.open.is_empty() {
+            chunks.push(Arc::from(self.open.as_slice()));
+        }
+        Window {
+            chunks,
+            k: self.routes.iter().map(|&r| (r, k(r))).collect(),
+            evicted: self.evicted,
+            dropped_until_ns: self.dropped_until_ns,
+            cap,
+        }
+    }
+}
+
+/// Session rows to commit in one transaction, and the answers that wait for it.
+#[derive(Debug, Default)]
+pub struct WriteGroup {
+    pub rows: Vec<SessionRow>,
+    pub answers: Vec<Answer>,
+    /// Told how many rows were written, or why not.
+    pub done: Option<oneshot::Sender<Result<usize, String>>>,
+}
+
+/// An answer held back until its state is durable.
+#[derive(Debug)]
+pub enum Answer {
+    Event(mpsc::UnboundedSender<Done>, Box<Done>),
+    Created(oneshot::Sender<bool>),
+}
+
+impl Answer {
+    /// Sends it (the state is durable).
+    pub fn send(self) {
+        match self {
+            Self::Event(reply, done) => {
+                let _ = reply.send(*done);
+            }
+            Self::Created(reply) => {
+                let _ = reply.send(true);
+            }
+        }
+    }
 }
 
 /// What the engine is asked to do.
@@ -103,15 +220,20 @@ pub enum Command {
         session: String,
         reply: oneshot::Sender<Option<SessionState>>,
     },
-    /// Records of a tenant released at or after `since_ns`.
+    /// A tenant's event log (shared chunks; the caller filters and analyses).
     Stats {
         tenant: Uuid,
-        since_ns: u64,
         reply: oneshot::Sender<Window>,
     },
     /// Every session changed since the last snapshot (marked clean).
     Snapshot {
         reply: oneshot::Sender<Vec<SessionRow>>,
+    },
+    /// From now on, session writes go to this writer, in order.
+    AttachWriter(mpsc::UnboundedSender<WriteGroup>),
+    /// Sends every session changed since the last write to the writer.
+    Flush {
+        done: oneshot::Sender<Result<usize, String>>,
     },
     /// Marks sessions changed again (their snapshot was not stored).
     Redirty(Vec<SessionRow>),
@@ -168,7 +290,7 @@ struct TenantState {
     policies: HashMap<Uuid, Arc<Policy>>,
     sessions: HashMap<(Uuid, String), Session>,
     waiting: HashMap<u64, Waiter>,
-    records: VecDeque<Record>,
+    records: RecordLog,
 }
 
 /// The engine; [`Engine::run`] is its thread's body.
@@ -178,6 +300,7 @@ pub struct Engine {
     epoch: Instant,
     tenants: HashMap<Uuid, TenantState>,
     next_session: u64,
+    writer: Option<mpsc::UnboundedSender<WriteGroup>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -206,6 +329,7 @@ impl Engine {
             epoch,
             tenants: HashMap::new(),
             next_session: 1,
+            writer: None,
         }
     }
 
@@ -265,7 +389,7 @@ impl Engine {
             policies: HashMap::new(),
             sessions: HashMap::new(),
             waiting: HashMap::new(),
-            records: VecDeque::new(),
+            records: RecordLog::default(),
         })
     }
 
@@ -332,13 +456,30 @@ impl Engine {
                         t.driver
                             .put_session(id, r.id(), state.state)
                             .expect("a loaded policy's route is registered");
-                        t.sessions.insert(key, Session { id, dirty: true });
+                        t.sessions.insert(key.clone(), Session { id, dirty: true });
                         self.next_session += 1;
                         true
                     }
                     _ => false,
                 };
-                let _ = reply.send(created);
+                let durable = policy.program.durability() == Durability::Commit;
+                match &self.writer {
+                    Some(writer) if created && durable => {
+                        let t = self
+                            .tenants
+                            .get_mut(&policy.tenant_id)
+                            .expect("loaded above");
+                        let rows = take_rows(policy.tenant_id, t, [key]);
+                        let _ = writer.send(WriteGroup {
+                            rows,
+                            answers: vec![Answer::Created(reply)],
+                            done: None,
+                        });
+                    }
+                    _ => {
+                        let _ = reply.send(created);
+                    }
+                }
             }
             Command::GetSession {
                 policy,
@@ -353,31 +494,38 @@ impl Engine {
                     .map(|(route, state)| SessionState { route, state });
                 let _ = reply.send(found);
             }
-            Command::Stats {
-                tenant,
-                since_ns,
-                reply,
-            } => {
-                let window = self.tenants.get(&tenant).map_or_else(Window::default, |t| {
-                    let records: Vec<Record> = t
-                        .records
-                        .iter()
-                        .filter(|r| r.release_ns >= since_ns)
-                        .copied()
-                        .collect();
-                    let k = records
-                        .iter()
-                        .map(|r| {
-                            let k = t.driver.k(r.route).unwrap_or(u32::MAX);
-                            (r.route.0, k)
-                        })
-                        .collect();
-                    Window { records, k }
-                });
+            Command::Stats { tenant, reply } => {
+                let cap = self.settings.records;
+                let window = self.tenants.get(&tenant).map_or_else(
+                    || Window {
+                        cap,
+                        ..Window::default()
+                    },
+                    |t| {
+                        t.records
+                            .window(|r| t.driver.k(RouteKey(r)).unwrap_or(u32::MAX), cap)
+                    },
+                );
                 let _ = reply.send(window);
             }
             Command::Snapshot { reply } => {
                 let _ = reply.send(self.snapshot());
+            }
+            Command::AttachWriter(writer) => self.writer = Some(writer),
+            Command::Flush { done } => {
+                let rows = self.snapshot();
+                match &self.writer {
+                    Some(writer) => {
+                        let _ = writer.send(WriteGroup {
+                            rows,
+                            answers: Vec::new(),
+                            done: Some(done),
+                        });
+                    }
+                    None => {
+                        let _ = done.send(Err("no store writer is attached".to_owned()));
+                    }
+                }
             }
             Command::Redirty(rows) => {
                 for r in rows {
@@ -400,12 +548,27 @@ impl Engine {
                 }
             }
             Command::Shutdown { reply } => {
-                for t in self.tenants.values_mut() {
+                for (&tenant, t) in &mut self.tenants {
                     let now = since(self.epoch);
                     let done = t.driver.finish(now);
-                    dispatch(t, done, self.settings.records);
+                    dispatch(tenant, t, done, self.settings.records, self.writer.as_ref());
                 }
-                let _ = reply.send(self.snapshot());
+                let rows = self.snapshot();
+                // With a writer the rows queue behind every earlier group; the
+                // writer ends once it has written them (this engine's sender
+                // is its last).
+                let rows = match &self.writer {
+                    Some(writer) => {
+                        let _ = writer.send(WriteGroup {
+                            rows,
+                            answers: Vec::new(),
+                            done: None,
+                        });
+                        Vec::new()
+                    }
+                    None => rows,
+                };
+                let _ = reply.send(rows);
                 return false;
             }
         }
@@ -473,9 +636,9 @@ impl Engine {
 
     /// Runs what is due in every tenant's driver and hands out finished events.
     pub fn advance(&mut self) {
-        for t in self.tenants.values_mut() {
+        for (&tenant, t) in &mut self.tenants {
             let done = t.driver.advance(since(self.epoch));
-            dispatch(t, done, self.settings.records);
+            dispatch(tenant, t, done, self.settings.records, self.writer.as_ref());
         }
     }
 
@@ -486,46 +649,160 @@ impl Engine {
                 if !s.dirty {
                     continue;
                 }
-                let (Some(policy), Some((route, regs))) =
-                    (t.policies.get(policy_id), t.driver.session(s.id))
+                let Some(row) =
+                    session_row(tenant_id, &t.policies, &t.driver, *policy_id, name, s.id)
                 else {
                     continue;
                 };
                 s.dirty = false;
-                rows.push(SessionRow {
-                    tenant_id,
-                    policy_id: *policy_id,
-                    session: name.clone(),
-                    route: i32::from(route),
-                    state: state_json(&policy.program, &regs),
-                });
+                rows.push(row);
             }
         }
         rows
     }
 }
 
-fn dispatch(t: &mut TenantState, done: Vec<Completed>, keep: usize) {
-    for c in done {
-        if keep > 0 {
-            if t.records.len() >= keep {
-                t.records.pop_front();
-            }
-            t.records.push_back(c.record);
+fn session_row(
+    tenant_id: Uuid,
+    policies: &HashMap<Uuid, Arc<Policy>>,
+    driver: &Driver<Shared>,
+    policy_id: Uuid,
+    name: &str,
+    id: u64,
+) -> Option<SessionRow> {
+    let (policy, (route, regs)) = (policies.get(&policy_id)?, driver.session(id)?);
+    Some(SessionRow {
+        tenant_id,
+        policy_id,
+        session: name.to_owned(),
+        route: i32::from(route),
+        state: state_json(&policy.program, &regs),
+    })
+}
+
+/// The current rows of `keys`, marked clean (their write is being queued).
+fn take_rows(
+    tenant_id: Uuid,
+    t: &mut TenantState,
+    keys: impl IntoIterator<Item = (Uuid, String)>,
+) -> Vec<SessionRow> {
+    let mut rows = Vec::new();
+    for key in keys {
+        let Some(s) = t.sessions.get_mut(&key) else {
+            continue;
+        };
+        if let Some(row) = session_row(tenant_id, &t.policies, &t.driver, key.0, &key.1, s.id) {
+            s.dirty = false;
+            rows.push(row);
         }
+    }
+    rows
+}
+
+/// Hands out finished events: at once for `snapshot` policies (their
+/// sessions are left for the next flush), through one [`WriteGroup`] for
+/// `commit` policies when a writer is attached (answered after the commit).
+fn dispatch(
+    tenant_id: Uuid,
+    t: &mut TenantState,
+    done: Vec<Completed>,
+    keep: usize,
+    writer: Option<&mpsc::UnboundedSender<WriteGroup>>,
+) {
+    let mut answers = Vec::new();
+    let mut touched: HashSet<(Uuid, String)> = HashSet::new();
+    for c in done {
+        t.records.push(c.record, keep);
         let Some(w) = t.waiting.remove(&c.record.event) else {
             continue;
         };
-        if let Some(s) = t.sessions.get_mut(&(w.policy.policy_id, w.session.clone())) {
+        let key = (w.policy.policy_id, w.session.clone());
+        if let Some(s) = t.sessions.get_mut(&key) {
             s.dirty = true;
         }
-        let _ = w.reply.send(Done {
+        let durable = writer.is_some() && w.policy.program.durability() == Durability::Commit;
+        let done = Done {
             index: w.index,
             policy: w.policy,
             session: w.session,
             started_on: c.started_on,
             outcome: c.outcome,
             record: c.record,
+        };
+        if durable {
+            touched.insert(key);
+            answers.push(Answer::Event(w.reply, Box::new(done)));
+        } else {
+            let _ = w.reply.send(done);
+        }
+    }
+    if let Some(writer) = writer
+        && !answers.is_empty()
+    {
+        let rows = take_rows(tenant_id, t, touched);
+        // A writer that is gone drops the answers: the clients see the
+        // events unanswered, never acknowledged without their state.
+        let _ = writer.send(WriteGroup {
+            rows,
+            answers,
+            done: None,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hearth_control::ExecutorKind;
+    use hearth_control::driver::Path;
+
+    use super::*;
+
+    fn record(event: u64, release_ns: u64) -> Record {
+        Record {
+            event,
+            route: RouteKey(3),
+            release_ns,
+            deadline_ns: release_ns + 10,
+            batch: None,
+            batch_size: 1,
+            executor: ExecutorKind::Cpu,
+            path: Path::Batch,
+            launch_ns: release_ns,
+            done_ns: release_ns,
+            exact: true,
+        }
+    }
+
+    #[test]
+    fn the_log_shares_whole_chunks_and_says_what_it_dropped() {
+        let cap = LOG_CHUNK + 10;
+        let mut log = RecordLog::default();
+        let n = 3 * LOG_CHUNK as u64 + 5;
+        for i in 0..n {
+            log.push(record(i, 100 + i), cap);
+        }
+        let w = log.window(|_| 7, cap);
+        let kept: Vec<Record> = w.records_since(0);
+        // Whole chunks go: at least `cap` kept, fewer than `cap + LOG_CHUNK`.
+        assert!(
+            kept.len() >= cap && kept.len() < cap + LOG_CHUNK,
+            "{}",
+            kept.len()
+        );
+        assert_eq!(w.evicted + kept.len() as u64, n);
+        assert_eq!(kept.last().unwrap().event, n - 1);
+        let first_kept = kept[0].release_ns;
+        assert_eq!(w.dropped_until_ns, Some(first_kept - 1));
+        assert_eq!(w.k, HashMap::from([(3, 7)]));
+        assert_eq!(w.records_since(first_kept + 10).len(), kept.len() - 10);
+        // The sealed chunks are shared, not copied.
+        assert!(Arc::ptr_eq(&w.chunks[0], log.sealed.front().unwrap()));
+    }
+
+    #[test]
+    fn a_zero_cap_keeps_nothing() {
+        let mut log = RecordLog::default();
+        log.push(record(1, 1), 0);
+        assert!(log.window(|_| 1, 0).chunks.is_empty());
     }
 }

@@ -3,24 +3,28 @@
 //! `serve` use; behind it one [`engine`] thread owns the drivers, the live
 //! sessions and the active executor. This module loads policies, calibrated
 //! `K_r` and restored sessions from the store into the engine and writes the
-//! engine's session snapshots back (on a cadence and at shutdown). The policy
-//! language, executors, compactor and accounting are `hearth_control`'s.
+//! engine's session state back: through one ordered writer task, which
+//! commits the groups the engine hands it and only then answers the events
+//! of `commit` policies, and which takes the snapshots of `snapshot`
+//! policies (on a cadence and at shutdown). The policy language, executors,
+//! compactor and accounting are `hearth_control`'s.
 
 pub mod engine;
+pub mod schema;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hearth_control::policy::{MAX_REGISTERS, Regs};
-use hearth_control::{Executor, ExecutorKind, Program, Spec};
+use hearth_control::{Executor, ExecutorKind, Program, Spec, accounting};
 use sqlx::PgPool;
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+pub use engine::{Answer, Done, Event, SessionState, Settings, Window, WriteGroup};
 use engine::{Command, Engine};
-pub use engine::{Done, Event, SessionState, Settings, Window};
 
 /// The engine thread is gone (the service is shutting down).
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +45,46 @@ pub enum Error {
 }
 
 type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why stats could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
+    /// The analysis itself failed (not for a hard instance: those are bounded).
+    #[error("control stats failed: {0}")]
+    Failed(String),
+}
+
+/// What a stats window covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coverage {
+    /// Start of the requested window, ns on the control clock.
+    pub from_ns: u64,
+    /// Its end (now), ns.
+    pub to_ns: u64,
+    /// The window reaches back before this process started: events of an
+    /// earlier process are not in it (the log is in memory).
+    pub started_in_window: bool,
+    /// Every event finished and released from here to `to_ns` is counted;
+    /// later than `from_ns` when the per-tenant cap dropped older records.
+    pub complete_from_ns: u64,
+    /// Records dropped by the cap since the engine started.
+    pub evicted: u64,
+    /// The cap on records kept per tenant.
+    pub cap: usize,
+    /// Records in the window.
+    pub records: usize,
+}
+
+/// Stats of a window and what it covers.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowStats {
+    pub stats: accounting::Stats,
+    pub coverage: Coverage,
+    /// Time spent copying and analysing, off the engine.
+    pub elapsed: Duration,
+}
 
 /// A registered policy as the service runs it.
 #[derive(Debug)]
@@ -88,6 +132,38 @@ pub fn executor() -> Box<dyn Executor + Send> {
     }
 }
 
+/// Lowers the calling thread to the lowest CPU priority (nice 19), so the
+/// work it does yields to every other thread of the service; a no-op where
+/// that is not available.
+#[allow(unsafe_code)]
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: neither call takes a pointer; on Linux `setpriority` with a
+        // thread id changes that thread's nice value only.
+        let failed = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, 19) != 0
+        };
+        if failed {
+            tracing::debug!("could not lower the stats thread's priority");
+        }
+    }
+}
+
+/// `K_r` of an uncalibrated route on `kind` when none is configured. On the
+/// CPU executor a batch is the CPU path's work (vectorised at best), so until
+/// a calibration shows a size that wins, waiting for K events only adds
+/// latency (a lone event would wait until its deadline): no `K_r`, every
+/// event runs at once. On a GPU the paper's K = 256. `hearth control
+/// calibrate` measures `K_r` per route and replaces either.
+pub fn initial_k(kind: ExecutorKind) -> Option<u32> {
+    match kind {
+        ExecutorKind::Cpu => None,
+        ExecutorKind::Gpu => Some(256),
+    }
+}
+
 /// Handle of the control engine; cheap to share (hold it in an `Arc`).
 #[derive(Debug)]
 pub struct Control {
@@ -97,24 +173,38 @@ pub struct Control {
     status: String,
     default_k: Option<u32>,
     loaded: Mutex<HashMap<(Uuid, Uuid), Arc<Policy>>>,
+    /// One stats computation at a time (see [`Control::stats`]); its thread
+    /// holds the permit, so a caller that goes away frees it only when the
+    /// computation ends.
+    stats_gate: Arc<tokio::sync::Semaphore>,
+    /// Set once the store writer runs; resolves when it has written the
+    /// engine's last group.
+    writer: Mutex<Option<oneshot::Receiver<()>>>,
+    attached: std::sync::atomic::AtomicBool,
 }
 
 impl Control {
-    /// Starts the engine thread with `executor`; `default_k` is `K_r` of
-    /// routes without a calibration.
+    /// Starts the engine thread with `executor`; `configured_k` is `K_r` of
+    /// routes without a calibration (`Some(0)`: none, they run on the CPU
+    /// path; `None`: [`initial_k`] of the executor).
     pub fn start(
         settings: Settings,
-        default_k: Option<u32>,
+        configured_k: Option<u32>,
         executor: Box<dyn Executor + Send>,
     ) -> std::io::Result<Self> {
         let (tx, rx) = std::sync::mpsc::channel();
         let epoch = Instant::now();
         let kind = executor.kind();
+        let default_k = match configured_k {
+            None => initial_k(kind),
+            Some(0) => None,
+            Some(k) => Some(k),
+        };
         let status = executor.status();
         std::thread::Builder::new()
             .name("hearth-control".to_owned())
             .spawn(move || Engine::new(settings, executor, epoch).run(&rx))?;
-        tracing::info!(executor = %status, "control engine started");
+        tracing::info!(executor = %status, default_k, "control engine started");
         Ok(Self {
             tx,
             epoch,
@@ -122,7 +212,15 @@ impl Control {
             status,
             default_k,
             loaded: Mutex::new(HashMap::new()),
+            stats_gate: Arc::new(tokio::sync::Semaphore::new(1)),
+            writer: Mutex::new(None),
+            attached: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// `K_r` of routes without a calibration (`None`: the CPU path).
+    pub fn default_k(&self) -> Option<u32> {
+        self.default_k
     }
 
     /// The active executor's kind.
@@ -380,19 +478,104 @@ impl Control {
         .await
     }
 
-    /// The records of a tenant's events released in the last `window`.
+    /// A tenant's event log, as shared chunks (O(chunks) on the engine thread).
     ///
     /// # Errors
     /// [`Stopped`].
-    pub async fn window(&self, tenant: Uuid, window: Duration) -> Result<Window, Stopped> {
+    pub async fn log(&self, tenant: Uuid) -> Result<Window, Stopped> {
+        self.ask(|reply| Command::Stats { tenant, reply }).await
+    }
+
+    /// A, R_A, F, P* (or its bounds) and U of `tenant`'s events released in
+    /// the last `window`, with δ = `delta_ns`.
+    ///
+    /// Off the engine's path: the engine only hands out its shared log
+    /// chunks; the copy of the window and the analysis run on a thread of
+    /// their own at the lowest CPU priority (nice 19: the engine, the
+    /// requests and the database run first when they want the CPU), one
+    /// stats computation at a time for the whole service (so at most one
+    /// window's copy is held), with the exact P* search capped at
+    /// `accounting::DEFAULT_MAX_EXACT_STEPS`.
+    ///
+    /// # Errors
+    /// [`StatsError`].
+    pub async fn stats(
+        &self,
+        tenant: Uuid,
+        window: Duration,
+        delta_ns: i64,
+    ) -> Result<WindowStats, StatsError> {
         let window_ns = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
-        let since_ns = self.now_ns().saturating_sub(window_ns);
-        self.ask(|reply| Command::Stats {
-            tenant,
-            since_ns,
-            reply,
+        let permit = self
+            .stats_gate
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| StatsError::Stopped(Stopped))?;
+        let now_ns = self.now_ns();
+        let from_ns = now_ns.saturating_sub(window_ns);
+        let log = self.log(tenant).await?;
+        let started = Instant::now();
+        let (tx, rx) = oneshot::channel();
+        let work = move || {
+            lower_priority();
+            let records = log.records_since(from_ns);
+            let stats = accounting::stats(&records, delta_ns, |r| {
+                log.k.get(&r).copied().unwrap_or(u32::MAX)
+            });
+            (
+                Coverage {
+                    from_ns,
+                    to_ns: now_ns,
+                    started_in_window: window_ns > now_ns,
+                    complete_from_ns: log
+                        .dropped_until_ns
+                        .map_or(from_ns, |d| from_ns.max(d.saturating_add(1))),
+                    evicted: log.evicted,
+                    cap: log.cap,
+                    records: records.len(),
+                },
+                stats,
+            )
+        };
+        std::thread::Builder::new()
+            .name("hearth-control-stats".to_owned())
+            .spawn(move || {
+                let _ = tx.send(work());
+                drop(permit);
+            })
+            .map_err(|e| StatsError::Failed(e.to_string()))?;
+        let (coverage, stats) = rx
+            .await
+            .map_err(|_| StatsError::Failed("the stats thread panicked".to_owned()))?;
+        let stats = stats.map_err(|e| StatsError::Failed(e.to_string()))?;
+        Ok(WindowStats {
+            stats,
+            coverage,
+            elapsed: started.elapsed(),
         })
-        .await
+    }
+
+    /// Starts the store writer: from now on every session write goes through
+    /// it in engine order, and events of `commit` policies are answered once
+    /// committed. Idempotent; [`Control::restore`] calls it.
+    ///
+    /// # Errors
+    /// [`Stopped`].
+    pub fn attach_store(&self, db: &PgPool) -> Result<(), Stopped> {
+        use std::sync::atomic::Ordering;
+        if self.attached.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (finished, finished_rx) = oneshot::channel();
+        *self.writer.lock().expect("not poisoned") = Some(finished_rx);
+        tokio::spawn(write_loop(db.clone(), rx, finished));
+        self.send(Command::AttachWriter(tx))
+    }
+
+    fn is_attached(&self) -> bool {
+        self.attached.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Writes every session changed since the last snapshot to the store;
@@ -401,6 +584,12 @@ impl Control {
     /// # Errors
     /// The store's, or [`Stopped`].
     pub async fn snapshot(&self, db: &PgPool) -> Result<usize> {
+        if self.is_attached() {
+            let written = self.ask(|done| Command::Flush { done }).await?;
+            return written.map_err(|e| {
+                Error::Store(hearth_store::Error::Database(sqlx::Error::Protocol(e)))
+            });
+        }
         let rows = self.ask(|reply| Command::Snapshot { reply }).await?;
         let n = rows.len();
         if let Err(e) = hearth_store::control::put_sessions(db, &rows).await {
@@ -418,6 +607,11 @@ impl Control {
     pub async fn shutdown(&self, db: &PgPool) -> Result<usize> {
         let rows = self.ask(|reply| Command::Shutdown { reply }).await?;
         hearth_store::control::put_sessions(db, &rows).await?;
+        let writer = self.writer.lock().expect("not poisoned").take();
+        if let Some(finished) = writer {
+            // The engine queued its last rows to the writer before it stopped.
+            let _ = finished.await;
+        }
         Ok(rows.len())
     }
 
@@ -449,6 +643,7 @@ impl Control {
     /// # Errors
     /// The store's, or [`Stopped`].
     pub async fn restore(&self, db: &PgPool) -> Result<usize> {
+        self.attach_store(db)?;
         let mut n = 0;
         for (tenant, policy) in hearth_store::control::policies_with_sessions(db).await? {
             if self.policy(db, tenant, policy).await?.is_some() {
@@ -457,6 +652,87 @@ impl Control {
         }
         Ok(n)
     }
+}
+
+/// Most groups merged into one transaction.
+const MAX_GROUPS_PER_COMMIT: usize = 256;
+/// Attempts of one commit before its answers are dropped.
+const COMMIT_ATTEMPTS: u32 = 3;
+
+/// The store writer: commits the engine's [`WriteGroup`]s in order (what is
+/// queued when it gets to them merges into one transaction, the later state
+/// of a session winning), then answers what waited for them. A commit that
+/// fails after [`COMMIT_ATTEMPTS`] drops its answers (those clients see their
+/// events unanswered, never acknowledged without their state) and keeps its
+/// rows for the next commit. Ends when the engine has stopped.
+async fn write_loop(
+    db: PgPool,
+    mut rx: mpsc::UnboundedReceiver<WriteGroup>,
+    finished: oneshot::Sender<()>,
+) {
+    let mut failed: Vec<hearth_store::control::SessionRow> = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut groups = vec![first];
+        while groups.len() < MAX_GROUPS_PER_COMMIT {
+            match rx.try_recv() {
+                Ok(g) => groups.push(g),
+                Err(_) => break,
+            }
+        }
+        let mut merged: HashMap<(Uuid, Uuid, String), hearth_store::control::SessionRow> =
+            HashMap::new();
+        for row in failed
+            .drain(..)
+            .chain(groups.iter_mut().flat_map(|g| g.rows.drain(..)))
+        {
+            merged.insert((row.tenant_id, row.policy_id, row.session.clone()), row);
+        }
+        let rows: Vec<_> = merged.into_values().collect();
+        let started = Instant::now();
+        let mut outcome = Ok(());
+        for attempt in 0..COMMIT_ATTEMPTS {
+            outcome = hearth_store::control::put_sessions(&db, &rows).await;
+            match &outcome {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, attempt, sessions = rows.len(), "control session commit failed");
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                }
+            }
+        }
+        match outcome {
+            Ok(()) => {
+                tracing::trace!(
+                    sessions = rows.len(),
+                    groups = groups.len(),
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    "control sessions committed"
+                );
+                for g in groups {
+                    g.answers.into_iter().for_each(Answer::send);
+                    if let Some(done) = g.done {
+                        let _ = done.send(Ok(rows.len()));
+                    }
+                }
+            }
+            Err(e) => {
+                let dropped: usize = groups.iter().map(|g| g.answers.len()).sum();
+                tracing::error!(error = %e, sessions = rows.len(), unanswered = dropped, "control session commit failed; its events are not acknowledged");
+                for g in groups {
+                    if let Some(done) = g.done {
+                        let _ = done.send(Err(e.to_string()));
+                    }
+                }
+                failed = rows;
+            }
+        }
+    }
+    if !failed.is_empty()
+        && let Err(e) = hearth_store::control::put_sessions(&db, &failed).await
+    {
+        tracing::error!(error = %e, sessions = failed.len(), "control sessions not written at shutdown");
+    }
+    let _ = finished.send(());
 }
 
 #[cfg(test)]
@@ -493,6 +769,36 @@ mod tests {
             records: 1000,
         };
         Control::start(settings, Some(4), Box::new(CpuExecutor::new())).unwrap()
+    }
+
+    #[test]
+    fn the_initial_k_follows_the_executor_unless_configured() {
+        assert_eq!(initial_k(ExecutorKind::Cpu), None);
+        assert_eq!(initial_k(ExecutorKind::Gpu), Some(256));
+    }
+
+    #[tokio::test]
+    async fn an_unconfigured_k_on_the_cpu_runs_a_lone_event_at_once() {
+        let settings = Settings {
+            driver: DriverConfig::default(),
+            records: 1000,
+        };
+        let c = Control::start(settings, None, Box::new(CpuExecutor::new())).unwrap();
+        assert_eq!(c.default_k(), None);
+        let zero = Control::start(settings, Some(0), Box::new(CpuExecutor::new())).unwrap();
+        assert_eq!(zero.default_k(), None);
+        let p = policy(c.default_k());
+        load(&c, &p, Vec::new()).await;
+        let done = collect(
+            c.submit(p.tenant_id, vec![event(&p, "s", vec![1, 2], 60_000)])
+                .unwrap(),
+            1,
+        )
+        .await;
+        // No wait for a batch that cannot help: it ran long before its deadline.
+        let r = done[0].record;
+        assert!(matches!(r.path, Path::Fallback(_)), "{r:?}");
+        assert!(r.launch_ns - r.release_ns < 10_000_000_000, "{r:?}");
     }
 
     async fn load(c: &Control, p: &Arc<Policy>, sessions: Vec<(String, u16, Regs)>) {
@@ -550,12 +856,19 @@ mod tests {
             )[0];
             assert_eq!(d.outcome, want);
         }
-        let w = c
-            .window(p.tenant_id, Duration::from_secs(60))
+        let w = c.log(p.tenant_id).await.unwrap();
+        assert_eq!(w.records_since(0).len(), 6);
+        assert_eq!(w.k.values().copied().collect::<Vec<_>>(), vec![4]);
+        let s = c
+            .stats(p.tenant_id, Duration::from_secs(60), 50_000_000)
             .await
             .unwrap();
-        assert_eq!(w.records.len(), 6);
-        assert_eq!(w.k.values().copied().collect::<Vec<_>>(), vec![4]);
+        assert_eq!(s.stats.events, 6);
+        assert_eq!(s.stats.achieved_events, 6);
+        assert!(s.stats.exact_known);
+        assert_eq!(s.coverage.records, 6);
+        assert_eq!(s.coverage.evicted, 0);
+        assert_eq!(s.coverage.complete_from_ns, s.coverage.from_ns);
     }
 
     #[tokio::test]

@@ -164,6 +164,13 @@ pub struct ApiKeyResponse {
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
     pub revoked_at: Option<OffsetDateTime>,
+    /// When the key stops working; null: never.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    /// When the key last authenticated a request, to within a minute; null:
+    /// never used.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
 }
 
 impl From<ApiKeyRow> for ApiKeyResponse {
@@ -175,6 +182,8 @@ impl From<ApiKeyRow> for ApiKeyResponse {
             prefix: r.prefix,
             created_at: r.created_at,
             revoked_at: r.revoked_at,
+            expires_at: r.expires_at,
+            last_used_at: r.last_used_at,
         }
     }
 }
@@ -183,8 +192,13 @@ impl From<ApiKeyRow> for ApiKeyResponse {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CreatedKeyResponse {
     pub api_key_id: Uuid,
+    pub name: String,
     pub prefix: String,
+    /// The key itself: `Authorization: Bearer <api_key>`. Not shown again.
     pub api_key: String,
+    /// When the key stops working; null: never.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -202,6 +216,10 @@ pub struct CreateKeyRequest {
     /// `[A-Za-z0-9._:@/-]`, starting alphanumeric.
     #[schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]*$", max_length = 64)]
     pub name: Option<String>,
+    /// When the key stops working (RFC 3339, in the future); absent or
+    /// null: never.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 fn check_name(field: &str, name: &str) -> ApiResult<()> {
@@ -239,6 +257,7 @@ pub async fn create_tenant(db: &PgPool, name: &str) -> ApiResult<CreatedTenantRe
         "default",
         &key.prefix,
         &key.secret_hash,
+        None,
     )
     .await?;
     tx.commit().await?;
@@ -250,19 +269,43 @@ pub async fn create_tenant(db: &PgPool, name: &str) -> ApiResult<CreatedTenantRe
     })
 }
 
-/// Mints another API key for a tenant.
-pub async fn create_key(db: &PgPool, tenant_id: Uuid, name: &str) -> ApiResult<CreatedKeyResponse> {
+/// Mints another API key for a tenant, named `name` (default `default`),
+/// valid until `expires_at` (which must be in the future) or for ever.
+pub async fn create_key(
+    db: &PgPool,
+    tenant_id: Uuid,
+    name: Option<&str>,
+    expires_at: Option<OffsetDateTime>,
+) -> ApiResult<CreatedKeyResponse> {
+    let name = name.unwrap_or("default");
     check_name("name", name)?;
+    if expires_at.is_some_and(|t| t <= OffsetDateTime::now_utc()) {
+        return Err(ApiError::Validation(vec![
+            hearth_core::validate::FieldError {
+                field: "expires_at".to_owned(),
+                message: "must be in the future".to_owned(),
+            },
+        ]));
+    }
     hearth_store::tenant::get(db, tenant_id)
         .await?
         .ok_or(ApiError::NotFound("tenant"))?;
     let key = mint_key();
-    let row = hearth_store::tenant::create_key(db, tenant_id, name, &key.prefix, &key.secret_hash)
-        .await?;
+    let row = hearth_store::tenant::create_key(
+        db,
+        tenant_id,
+        name,
+        &key.prefix,
+        &key.secret_hash,
+        expires_at,
+    )
+    .await?;
     Ok(CreatedKeyResponse {
         api_key_id: row.api_key_id,
+        name: row.name,
         prefix: row.prefix,
         api_key: key.token,
+        expires_at: row.expires_at,
     })
 }
 
@@ -340,11 +383,8 @@ async fn create_key_handler(
     Path(tenant_id): Path<Uuid>,
     Json(req): Json<CreateKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<CreatedKeyResponse>)> {
-    let name = req.name.unwrap_or_else(|| "default".to_owned());
-    Ok((
-        StatusCode::CREATED,
-        Json(create_key(&state.db, tenant_id, &name).await?),
-    ))
+    let key = create_key(&state.db, tenant_id, req.name.as_deref(), req.expires_at).await?;
+    Ok((StatusCode::CREATED, Json(key)))
 }
 
 /// A tenant's API keys (never their secrets).

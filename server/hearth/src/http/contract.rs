@@ -2,13 +2,17 @@
 //! the routes are assembled (see [`super::api`]), so that no handler can
 //! forget them: the errors the shared extractors and the router answer with,
 //! a description on every response, parameters as the wire carries them,
-//! and event streams described event by event. Only the document changes
-//! here, never a route.
+//! event streams described event by event, security stated on each
+//! operation, one-line summaries, and free-form objects typed as such. What
+//! SDK generators need of the document (`openapi/generate.sh`) is stated
+//! here once. Only the document changes here, never a route.
 
 use utoipa::Modify;
 use utoipa::openapi::path::{Operation, Parameter, ParameterIn};
 use utoipa::openapi::response::{Response, ResponseBuilder};
-use utoipa::openapi::schema::{ObjectBuilder, Ref, SchemaType, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, ArrayItems, ObjectBuilder, OneOfBuilder, Ref, SchemaType, Type,
+};
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{ContentBuilder, OpenApi, PathItem, RefOr, Schema};
 
@@ -20,19 +24,21 @@ impl Modify for Contract {
         let components = openapi.components.get_or_insert_with(Default::default);
         hearth_core::openapi::amend(components);
         let mut streams = false;
-        let secured_by_default = openapi
-            .security
-            .as_ref()
-            .is_some_and(|reqs| requires_auth(reqs));
+        for schema in components.schemas.values_mut() {
+            type_free_form(schema);
+        }
+        let default_security = openapi.security.clone().unwrap_or_default();
         for (path, item) in openapi.paths.paths.iter_mut() {
             for op in operations(item) {
-                let secured = op
-                    .security
-                    .as_ref()
-                    .map_or(secured_by_default, |reqs| requires_auth(reqs));
+                // Each operation states its security: some generators read
+                // only the operation's, not the document's default.
+                let security = op.security.get_or_insert_with(|| default_security.clone());
+                let secured = requires_auth(security);
                 fix_parameters(path, op);
                 add_errors(path, op, secured);
                 describe(op);
+                summarize(op);
+                type_free_form_in(op);
                 streams |= describe_events(op);
             }
         }
@@ -191,13 +197,146 @@ fn default_description(status: &str) -> &'static str {
     }
 }
 
+/// A summary is one line: the first sentence of the handler's first doc
+/// paragraph. The paragraph, when it says more, opens the description; an
+/// operation without a description gets its summary as one, so that every
+/// operation has both.
+fn summarize(op: &mut Operation) {
+    let Some(summary) = op.summary.take() else {
+        return;
+    };
+    let paragraph = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = first_sentence(&paragraph);
+    let description = op.description.take().filter(|d| !d.trim().is_empty());
+    op.description = Some(match description {
+        _ if first == paragraph && description.is_none() => paragraph,
+        None => summary.trim().to_owned(),
+        Some(d) if first == paragraph => d,
+        Some(d) => format!("{}\n\n{d}", summary.trim()),
+    });
+    op.summary = Some(first);
+}
+
+/// The first sentence of a paragraph; when that is longer than a line
+/// ([`LONG`]), up to its first `:` or `;` instead (a colon introduces the
+/// details, which the description keeps), or else up to its first
+/// parenthesis (when that leaves a phrase, [`SHORT`]), ended with a `.`.
+fn first_sentence(text: &str) -> String {
+    let sentence = cut(text, b".", true);
+    if sentence.len() <= LONG {
+        return sentence.to_owned();
+    }
+    let mut head = cut(sentence, b":;", false);
+    if head.len() > LONG
+        && let Some(paren) = head.find(" (")
+        && paren >= SHORT
+    {
+        head = &head[..paren];
+    }
+    format!("{}.", head.trim_end_matches(['.', ':', ';']))
+}
+
+/// A summary longer than this is cut at its first `:` or `;`.
+const LONG: usize = 100;
+
+/// What is left of a summary cut at a parenthesis says at least this much
+/// (not "A, R_A, F, P*."); else the sentence stays whole.
+const SHORT: usize = 24;
+
+/// Up to the first of `stops` (kept) that is followed by a space, outside
+/// parentheses and code spans; all of `text` when there is none.
+fn cut<'a>(text: &'a str, stops: &[u8], keep: bool) -> &'a str {
+    let mut depth = 0i32;
+    let mut code = false;
+    let bytes = text.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'`' => code = !code,
+            b'(' if !code => depth += 1,
+            b')' if !code => depth -= 1,
+            b if !code && depth <= 0 && stops.contains(b) && bytes.get(i + 1) == Some(&b' ') => {
+                return &text[..if keep { i + 1 } else { i }];
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// An object schema with neither properties nor `additionalProperties` is
+/// a free-form map: say so (`additionalProperties: true`), or generators
+/// type it as an object that holds nothing.
+fn type_free_form(schema: &mut RefOr<Schema>) {
+    let RefOr::T(schema) = schema else { return };
+    match schema {
+        Schema::Object(object) => {
+            let is_object = match &object.schema_type {
+                SchemaType::Type(t) => *t == Type::Object,
+                SchemaType::Array(types) => types.contains(&Type::Object),
+                SchemaType::AnyValue => false,
+            };
+            if is_object && object.properties.is_empty() && object.additional_properties.is_none() {
+                object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(true)));
+            }
+            object.properties.values_mut().for_each(type_free_form);
+            if let Some(extra) = object.additional_properties.as_deref_mut()
+                && let AdditionalProperties::RefOr(extra) = extra
+            {
+                type_free_form(extra);
+            }
+        }
+        Schema::Array(array) => {
+            if let ArrayItems::RefOrSchema(items) = &mut array.items {
+                type_free_form(items);
+            }
+        }
+        Schema::OneOf(one_of) => one_of.items.iter_mut().for_each(type_free_form),
+        Schema::AllOf(all_of) => all_of.items.iter_mut().for_each(type_free_form),
+        Schema::AnyOf(any_of) => any_of.items.iter_mut().for_each(type_free_form),
+        _ => {}
+    }
+}
+
+/// [`type_free_form`] on the schemas an operation declares inline.
+fn type_free_form_in(op: &mut Operation) {
+    let contents = op
+        .request_body
+        .iter_mut()
+        .filter_map(|body| match body {
+            RefOr::T(body) => Some(body),
+            RefOr::Ref(_) => None,
+        })
+        .flat_map(|body| body.content.values_mut())
+        .chain(
+            op.responses
+                .responses
+                .values_mut()
+                .filter_map(|r| match r {
+                    RefOr::T(r) => Some(r),
+                    RefOr::Ref(_) => None,
+                })
+                .flat_map(|r| r.content.values_mut()),
+        );
+    for content in contents {
+        if let RefOr::T(content) = content
+            && let Some(schema) = &mut content.schema
+        {
+            type_free_form(schema);
+        }
+    }
+}
+
 const SERVER_SENT_EVENT: &str = "ServerSentEvent";
 
-/// Before OpenAPI 3.2 (`itemSchema`), the schema of a `text/event-stream`
-/// response describes one event, as a client's parser reads it. An
-/// operation that documents its stream as a bare string gets the generic
-/// event; one that describes its own events keeps them. Whether there was
-/// such a stream.
+/// Before OpenAPI 3.2 (`itemSchema`) an event stream has no standard schema
+/// of its items. The schema of a `text/event-stream` body here says what a
+/// client holds: the stream's text as it arrives, or, parsed, one event as
+/// `ServerSentEvent` describes it (the schema that schemathesis checks each
+/// event against). A generator that reads it types the body as either and
+/// hands over the text; a schema of one event alone makes generators parse
+/// the stream as one JSON object. An operation that documents its stream as
+/// a bare string gets the generic event; one that describes its own events
+/// keeps them. Whether there was such a stream.
 fn describe_events(op: &mut Operation) -> bool {
     let mut found = false;
     for response in op.responses.responses.values_mut() {
@@ -212,7 +351,15 @@ fn describe_events(op: &mut Operation) -> bool {
             Some(RefOr::T(Schema::Object(o))) if o.schema_type == SchemaType::Type(Type::String)
         );
         if bare {
-            content.schema = Some(Ref::from_schema_name(SERVER_SENT_EVENT).into());
+            content.schema = Some(
+                OneOfBuilder::new()
+                    .description(Some(format!(
+                        "The stream's text as it arrives, or one event of it, parsed (`{SERVER_SENT_EVENT}`)"
+                    )))
+                    .item(ObjectBuilder::new().schema_type(Type::String))
+                    .item(Ref::from_schema_name(SERVER_SENT_EVENT))
+                    .into(),
+            );
             found = true;
         }
     }
@@ -314,5 +461,78 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_operation_states_its_security_and_has_a_one_line_summary_and_a_description() {
+        for (path, method, op) in operations(&doc()) {
+            assert!(
+                op["security"].is_array(),
+                "{method} {path}: no security of its own"
+            );
+            let summary = op["summary"].as_str().unwrap_or_default();
+            assert!(
+                !summary.is_empty() && !summary.contains('\n') && summary.len() <= 160,
+                "{method} {path}: summary {summary:?}"
+            );
+            assert!(
+                op["description"].as_str().is_some_and(|d| !d.is_empty()),
+                "{method} {path}: no description"
+            );
+        }
+    }
+
+    #[test]
+    fn free_form_objects_say_so_and_variants_are_named() {
+        fn walk(at: &str, v: &Value) {
+            match v {
+                Value::Object(map) => {
+                    let ty = &map.get("type");
+                    let is_object = ty.is_some_and(|t| {
+                        t == "object" || t.as_array().is_some_and(|a| a.contains(&"object".into()))
+                    });
+                    if is_object {
+                        assert!(
+                            map.contains_key("properties")
+                                || map.contains_key("additionalProperties"),
+                            "{at}: an object schema that neither lists properties nor allows any"
+                        );
+                    }
+                    for key in ["oneOf", "anyOf"] {
+                        for variant in map.get(key).and_then(Value::as_array).into_iter().flatten()
+                        {
+                            assert!(
+                                variant.get("$ref").is_some()
+                                    || variant.get("properties").is_none(),
+                                "{at}: an inline variant with properties in {key}"
+                            );
+                        }
+                    }
+                    for (k, v) in map {
+                        walk(&format!("{at}/{k}"), v);
+                    }
+                }
+                Value::Array(items) => {
+                    for (i, v) in items.iter().enumerate() {
+                        walk(&format!("{at}/{i}"), v);
+                    }
+                }
+                _ => {}
+            }
+        }
+        walk("#", &doc());
+    }
+
+    #[test]
+    fn first_sentence_skips_parentheses_and_code() {
+        assert_eq!(
+            super::first_sentence("Posts (e.g. one). Then more."),
+            "Posts (e.g. one)."
+        );
+        assert_eq!(
+            super::first_sentence("Uses `a. b` here. More."),
+            "Uses `a. b` here."
+        );
+        assert_eq!(super::first_sentence("No end"), "No end");
     }
 }

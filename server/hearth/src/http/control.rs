@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use hearth_control::driver::Path as RunPath;
-use hearth_control::policy::{MAX_REGISTERS, Regs};
+use hearth_control::policy::{Durability, MAX_REGISTERS, Regs};
 use hearth_control::{ExecutorKind, Program, Spec, accounting};
 use hearth_core::validate::FieldError;
 use hearth_store::control::NewPolicy;
@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::Tenant;
-use crate::control::{Done, Event, Policy, SessionState};
+use crate::control::{Done, Event, Policy, SessionState, StatsError, schema};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{Json, Path, Query};
 
@@ -67,14 +67,21 @@ pub struct PolicyRouteResponse {
 pub struct PolicyResponse {
     pub policy_id: Uuid,
     pub name: String,
+    #[schema(schema_with = schema::u32_schema)]
     pub version: u32,
     pub registers: u32,
     pub inputs: u32,
     /// H: most observation-free steps one event runs on the executor.
     pub max_steps: u32,
     pub routes: Vec<PolicyRouteResponse>,
+    /// `commit`: an event is answered once the state it produced is
+    /// committed (a crash loses no answered event); `snapshot`: answered at
+    /// once, state written every `snapshot_s` seconds (a crash loses the
+    /// answered events of up to one interval).
+    #[schema(value_type = String, example = "commit")]
+    pub durability: Durability,
     /// The policy as registered (normalised).
-    #[schema(value_type = Object)]
+    #[schema(schema_with = schema::policy_ref)]
     pub spec: serde_json::Value,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -99,6 +106,7 @@ impl From<&Policy> for PolicyResponse {
                     calibrated: r.calibrated,
                 })
                 .collect(),
+            durability: p.program.durability(),
             spec: serde_json::to_value(p.program.spec()).unwrap_or_default(),
             created_at: p.created_at,
         }
@@ -130,8 +138,8 @@ fn example_policy() -> serde_json::Value {
 /// and inputs in range) and immutable: registering the same name and version
 /// again answers the existing policy (200) if the body is the same, else 409.
 #[utoipa::path(post, path = "/v1/control/policies", tag = "control", operation_id = "create_policy",
-    request_body(content = Object,
-        description = "A control policy in the JSON policy language (see the example): it must compile",
+    request_body(content = schema::PolicyBody,
+        description = "A control policy in the JSON policy language (README, \"Control policy language\"): it must compile",
         example = json!(example_policy())),
     responses(
         (status = 201, description = "Registered", body = PolicyResponse),
@@ -145,8 +153,7 @@ async fn create_policy(
     tenant: Tenant,
     Json(body): Json<serde_json::Value>,
 ) -> ApiResult<(StatusCode, Json<PolicyResponse>)> {
-    let spec: Spec = serde_json::from_value(body)
-        .map_err(|e| ApiError::InvalidPolicy(format!("policy JSON: {e}")))?;
+    let spec = Spec::from_value(body).map_err(|e| ApiError::InvalidPolicy(e.to_string()))?;
     let program = Program::compile(spec).map_err(|e| ApiError::InvalidPolicy(e.to_string()))?;
     let spec = serde_json::to_value(program.spec()).map_err(|e| ApiError::Internal(e.into()))?;
     let route_ids: Vec<String> = program.routes().iter().map(|r| r.id().to_owned()).collect();
@@ -238,7 +245,7 @@ pub struct EventRequest {
     pub route: Option<String>,
     /// Input words (at most the policy's `inputs`; missing words read 0).
     #[serde(default, deserialize_with = "hearth_core::whole::vec")]
-    #[schema(max_items = 8)]
+    #[schema(schema_with = schema::input_words)]
     pub input: Vec<u32>,
     /// Launch deadline after the event is ready (on arrival, or when the
     /// session's previous event is done), in milliseconds (default: the
@@ -271,7 +278,9 @@ pub struct RouteRef {
 /// An effect descriptor (`emit`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EffectResponse {
+    #[schema(schema_with = schema::u32_schema)]
     pub code: u32,
+    #[schema(schema_with = schema::effect_values)]
     pub values: Vec<u32>,
 }
 
@@ -283,6 +292,7 @@ pub struct EventResult {
     pub index: usize,
     pub session: String,
     /// The session's registers after the event.
+    #[schema(schema_with = schema::registers)]
     pub state: Vec<u32>,
     /// The route the event started on.
     pub ran: RouteRef,
@@ -468,6 +478,12 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
 /// array order), whatever their routes: a session's event becomes ready when
 /// its previous one is done, and its deadline counts from then. An event
 /// without `route` starts on the route its predecessor chose.
+///
+/// Durability follows the policy: `commit` (default) answers an event only
+/// once the session state it produced is committed (one commit per batch
+/// launch), so a crash loses no answered event, and a commit that keeps
+/// failing answers 503 instead; `snapshot` answers at once and may lose the
+/// answered events of the last `HEARTH_CONTROL_SNAPSHOT_S` on a crash.
 #[utoipa::path(post, path = "/v1/control/events", tag = "control", operation_id = "create_events",
     request_body = EventsRequest,
     responses(
@@ -575,7 +591,7 @@ pub struct CreateSessionRequest {
     /// Initial registers (at most the policy's `registers`; the rest 0).
     /// Default: the policy's `init`.
     #[serde(default, deserialize_with = "hearth_core::whole::option_vec")]
-    #[schema(max_items = 16)]
+    #[schema(schema_with = schema::registers_or_null)]
     pub state: Option<Vec<u32>>,
     /// The session's first route, by name or id. Default: the policy's first.
     pub route: Option<String>,
@@ -587,6 +603,7 @@ pub struct SessionResponse {
     pub policy_id: Uuid,
     pub session: String,
     /// Its registers.
+    #[schema(schema_with = schema::registers)]
     pub state: Vec<u32>,
     /// The route its next event runs when the event names none.
     pub route: RouteRef,
@@ -711,7 +728,7 @@ pub struct StatsParams {
 }
 
 /// Live accounting of a window of this tenant's event log (shares over all
-/// its events; F, P* and U from the exact analyzer run on the same events).
+/// its events; F, P* and U from the analyzer run on the same events).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ControlStatsResponse {
     pub window_s: f64,
@@ -720,15 +737,22 @@ pub struct ControlStatsResponse {
     pub events: u64,
     /// A: share run in a batch of at least `K_r`, exactly, launched by its deadline.
     pub a: f64,
-    /// R_A = (A − F)/(P* − F); null when P* = F.
+    /// R_A = (A − F)/(P* − F); null when P* = F or P* is not exact.
     pub r_a: Option<f64>,
-    /// F: fixed-partition share.
+    /// F: fixed-partition share (a baseline; with per-event deadlines
+    /// shorter than δ it may exceed P*).
     pub f: f64,
-    /// P*: exact offline optimum share.
+    /// P*: the exact offline optimum share when `exact`, else its lower
+    /// bound (`p_star_bounds.lower`).
     pub p_star: f64,
+    /// Whether `p_star` is exact. False when the exact search for per-event
+    /// deadlines hit its cap: then only `p_star_bounds` hold.
+    pub exact: bool,
+    /// Bounds that hold: `lower <= P* <= upper <= U` (equal when `exact`).
+    pub p_star_bounds: PStarBounds,
     /// U: local upper bound share.
     pub u: f64,
-    /// G = (P* − F)/(U − F); null when U = F.
+    /// G = (P* − F)/(U − F); null when U = F or P* is not exact.
     pub g: Option<f64>,
     pub achieved_events: u64,
     pub batches: u64,
@@ -740,12 +764,95 @@ pub struct ControlStatsResponse {
     pub fallback_share: f64,
     /// Events per second over the window (first release to last completion).
     pub events_per_s: f64,
+    /// What the window covers.
+    pub coverage: StatsCoverage,
+    /// Milliseconds spent copying and analysing the window (off the engine).
+    pub compute_ms: f64,
     /// The active executor's status line.
     pub executor: String,
 }
 
-/// A, R_A, F, P*, U and the operational figures of this tenant's events of
-/// the last `window_s` seconds.
+/// Bounds of P* and how each was computed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PStarBounds {
+    /// Share covered by a feasible schedule (P* itself when exact).
+    pub lower: f64,
+    /// Share no feasible schedule exceeds (P* itself when exact).
+    pub upper: f64,
+    pub lower_events: u64,
+    pub upper_events: u64,
+    /// Route components solved exactly (contiguous-block DP, or the
+    /// launch-point frontier DP within the step cap).
+    pub exact_components: u64,
+    /// Components whose exact search hit the cap: their lower bound is a
+    /// feasible schedule from a deadline sweep (the whole window's bound is
+    /// the better of that and the service's own in-time batches of at least
+    /// `K_r`), their upper bound their U.
+    pub bounded_components: u64,
+    /// Events in those components.
+    pub bounded_events: u64,
+    /// The cap on the exact search, in elementary steps (about 0.1–0.2 s).
+    pub max_exact_steps: u64,
+    /// One sentence: which bound was computed how.
+    pub method: String,
+}
+
+/// What a stats window covers. The event log is kept in memory per tenant
+/// (at most `records_cap` records, oldest dropped first) since this process
+/// started; it is not kept across restarts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatsCoverage {
+    /// Start of the requested window, ns on the control clock.
+    pub from_ns: u64,
+    /// End of the window (now), ns.
+    pub to_ns: u64,
+    /// Every finished event released from here to `to_ns` is counted.
+    pub complete_from_ns: u64,
+    /// Whether the whole requested window is covered (no record of it was
+    /// dropped by the cap and the process ran for all of it).
+    pub complete: bool,
+    /// The window reaches back before this process started (events of an
+    /// earlier process are not counted).
+    pub before_start: bool,
+    /// Records in the window.
+    pub records: u64,
+    /// Records dropped by the per-tenant cap since the process started.
+    pub evicted: u64,
+    /// The cap on records kept per tenant (`HEARTH_CONTROL_RECORDS`).
+    pub records_cap: u64,
+}
+
+fn bounds_method(s: &accounting::Stats) -> String {
+    if s.exact_known && s.bounded_components > 0 {
+        format!(
+            "exact: {} components solved exactly; on {} components ({} events) the exact \
+             search hit its cap of {} steps, but there a greedy feasible schedule \
+             reaches their U, so the bounds meet",
+            s.exact_components, s.bounded_components, s.bounded_events, s.max_exact_steps
+        )
+    } else if s.exact_known {
+        format!(
+            "exact on all {} route components (contiguous-block DP where deadlines \
+             agree with releases, launch-point frontier DP within {} steps elsewhere)",
+            s.exact_components, s.max_exact_steps
+        )
+    } else {
+        format!(
+            "{} components exact; on {} components ({} events) the exact search \
+             hit its cap of {} steps: lower bound from a feasible schedule (the \
+             better of a deadline sweep and the service's own in-time batches of at \
+             least K_r), upper bound from their U",
+            s.exact_components, s.bounded_components, s.bounded_events, s.max_exact_steps
+        )
+    }
+}
+
+/// A, R_A, F, P* (or bounds of it), U and the operational figures of this
+/// tenant's events of the last `window_s` seconds. Never fails on a hard
+/// instance: when the exact P* search for per-event deadlines hits its cap
+/// (about 0.1–0.2 s of one core, at most twice), `exact` is false and
+/// `p_star_bounds` hold. Computed off the control engine on a snapshot of
+/// the log, one stats request at a time for the whole service.
 #[utoipa::path(get, path = "/v1/control/stats", tag = "control", operation_id = "get_control_stats",
     params(StatsParams),
     responses((status = 200, body = ControlStatsResponse), (status = 400, body = ErrorBody)))]
@@ -760,20 +867,21 @@ async fn get_control_stats(
             "`window_s` must be a number of seconds in (0, {MAX_WINDOW_S}]"
         )));
     }
-    let window = state
-        .control
-        .window(tenant.tenant_id, Duration::from_secs_f64(window_s))
-        .await?;
     let delta_ms = state.config.control_deadline_ms;
     let delta_ns = (delta_ms * 1e6).round() as i64;
-    let s = tokio::task::spawn_blocking(move || {
-        accounting::stats(&window.records, delta_ns, |r| {
-            window.k.get(&r).copied().unwrap_or(u32::MAX)
-        })
-    })
-    .await
-    .map_err(|e| ApiError::Internal(e.into()))?
-    .map_err(|e| ApiError::Internal(e.into()))?;
+    let w = state
+        .control
+        .stats(
+            tenant.tenant_id,
+            Duration::from_secs_f64(window_s),
+            delta_ns,
+        )
+        .await
+        .map_err(|e| match e {
+            StatsError::Stopped(e) => ApiError::from(e),
+            e @ StatsError::Failed(_) => ApiError::Internal(e.into()),
+        })?;
+    let (s, c) = (w.stats, w.coverage);
     Ok(Json(ControlStatsResponse {
         window_s,
         delta_ms,
@@ -782,6 +890,18 @@ async fn get_control_stats(
         r_a: s.online_closure,
         f: s.fixed,
         p_star: s.exact,
+        exact: s.exact_known,
+        p_star_bounds: PStarBounds {
+            lower: s.exact_lower,
+            upper: s.exact_upper,
+            lower_events: s.exact_lower_events,
+            upper_events: s.exact_upper_events,
+            exact_components: s.exact_components,
+            bounded_components: s.bounded_components,
+            bounded_events: s.bounded_events,
+            max_exact_steps: s.max_exact_steps,
+            method: bounds_method(&s),
+        },
         u: s.upper,
         g: s.gap_closure,
         achieved_events: s.achieved_events,
@@ -790,6 +910,17 @@ async fn get_control_stats(
         late_fallbacks: s.late_fallbacks,
         fallback_share: s.fallback_share,
         events_per_s: s.events_per_s,
+        coverage: StatsCoverage {
+            from_ns: c.from_ns,
+            to_ns: c.to_ns,
+            complete_from_ns: c.complete_from_ns,
+            complete: c.complete_from_ns == c.from_ns && !c.started_in_window,
+            before_start: c.started_in_window,
+            records: c.records as u64,
+            evicted: c.evicted,
+            records_cap: c.cap as u64,
+        },
+        compute_ms: w.elapsed.as_secs_f64() * 1e3,
         executor: state.control.status().to_owned(),
     }))
 }
@@ -802,7 +933,9 @@ pub struct ControlStatusResponse {
     pub executor: ExecutorKind,
     /// Why: e.g. `gpu (NVIDIA H200)`, `cpu (no CUDA driver)`.
     pub status: String,
-    /// `K_r` of uncalibrated routes (null: CPU path only).
+    /// `K_r` of uncalibrated routes (null: CPU path only). Unless
+    /// `HEARTH_CONTROL_K` sets it, chosen from the executor: none on the CPU
+    /// (batching buys nothing there), 256 on a GPU.
     pub default_k: Option<u32>,
     /// B: most events per batch.
     pub max_batch: usize,
@@ -826,7 +959,7 @@ async fn get_control_status(
     Json(ControlStatusResponse {
         executor: state.control.kind(),
         status: state.control.status().to_owned(),
-        default_k: (c.control_k > 0).then_some(c.control_k),
+        default_k: state.control.default_k(),
         max_batch: c.control_max_batch,
         default_deadline_ms: c.control_deadline_ms,
         max_deadline_ms: c.control_max_deadline_ms,

@@ -350,10 +350,8 @@ async fn get_job(
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
     /// Only jobs in this state.
-    #[param(inline)]
     pub state: Option<hearth_core::State>,
     /// Only jobs of this kind.
-    #[param(inline)]
     pub kind: Option<Kind>,
     /// Only jobs of this caller.
     #[param(pattern = r"^[^\x00]*$")]
@@ -366,6 +364,36 @@ pub struct ListParams {
     pub limit: Option<i64>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<Uuid>,
+    /// Only jobs whose id starts with these hex digits (dashes ignored), as
+    /// a console or a log line shows a shortened id.
+    #[param(pattern = r"^[0-9a-fA-F-]{1,36}$")]
+    pub id_prefix: Option<String>,
+    /// Only jobs accepted at or after this time (RFC 3339).
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub created_after: Option<OffsetDateTime>,
+    /// Only jobs accepted before this time (RFC 3339).
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub created_before: Option<OffsetDateTime>,
+}
+
+/// The ids that start with `prefix` (hex digits, dashes ignored): the range
+/// `[from, to)`, `to` absent when the prefix is all `f`.
+fn id_range(prefix: &str) -> Option<(Uuid, Option<Uuid>)> {
+    let hex: String = prefix.chars().filter(|c| *c != '-').collect();
+    if hex.is_empty() || hex.len() > 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let bits = 4 * hex.len() as u32;
+    let value = u128::from_str_radix(&hex, 16).ok()?;
+    let shift = 128 - bits;
+    let from = value << shift;
+    let to = value
+        .checked_add(1)
+        .filter(|next| bits == 128 || *next >> bits == 0)
+        .map(|next| Uuid::from_u128(next << shift));
+    Some((Uuid::from_u128(from), to))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -397,6 +425,14 @@ async fn list_jobs(
     if !(1..=200).contains(&limit) {
         return Err(ApiError::InvalidRequest("`limit` must be 1..=200".into()));
     }
+    let ids = match &p.id_prefix {
+        Some(prefix) => Some(id_range(prefix).ok_or_else(|| {
+            ApiError::InvalidRequest(
+                "`id_prefix` must be 1..=32 hex digits (dashes allowed)".into(),
+            )
+        })?),
+        None => None,
+    };
     let rows = hearth_store::job::list(
         &state.db,
         tenant.tenant_id,
@@ -406,6 +442,10 @@ async fn list_jobs(
             caller: p.caller,
             profile: p.profile,
             before: p.cursor,
+            id_from: ids.map(|(from, _)| from),
+            id_to: ids.and_then(|(_, to)| to),
+            created_after: p.created_after,
+            created_before: p.created_before,
             limit: limit + 1,
         },
     )
@@ -663,6 +703,8 @@ impl Follow {
     }
 }
 
+/// A job's events, live, as server-sent events.
+///
 /// A job's events as server-sent events, from its acceptance (or from just
 /// after `Last-Event-ID`) to its end, on whichever replica: `state` on every
 /// state it enters, `output` for each line it prints, and finally `done`
@@ -763,4 +805,35 @@ async fn get_job_logs(
         .await?
         .ok_or(ApiError::NotFound("job"))?;
     Ok(Json(JobLogsResponse { stdout, stderr }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_prefix_is_a_range_of_ids() {
+        let id = |s: &str| Uuid::parse_str(s).unwrap();
+        assert_eq!(
+            id_range("0192ab"),
+            Some((
+                id("0192ab00-0000-0000-0000-000000000000"),
+                Some(id("0192ac00-0000-0000-0000-000000000000"))
+            ))
+        );
+        // Dashes and case as a person copies them; a full id is itself.
+        let full = "0192AB3C-7d1e-7000-8000-00000000000f";
+        assert_eq!(
+            id_range(full),
+            Some((id(full), Some(id("0192ab3c-7d1e-7000-8000-000000000010"))))
+        );
+        assert_eq!(
+            id_range("ff"),
+            Some((id("ff000000-0000-0000-0000-000000000000"), None))
+        );
+        assert_eq!(id_range(&"f".repeat(32)).unwrap().1, None);
+        for bad in ["", "-", "0192g", &"0".repeat(33)] {
+            assert_eq!(id_range(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -14,10 +14,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_metrics))
 }
 
-/// Metrics: jobs by start source, start latency by source (with the trace
-/// of a job in each bucket as an exemplar), pods by state, GPU-seconds held
-/// by pod state, budget and queue depth. OpenMetrics text when `Accept`
-/// lists `application/openmetrics-text`, else the Prometheus text format.
+/// The service's metrics, for Prometheus.
+///
+/// Jobs by start source, start latency by source (with the trace of a job in
+/// each bucket as an exemplar), pods by state, GPU-seconds held by pod
+/// state, budget and queue depth. OpenMetrics text when `Accept` lists
+/// `application/openmetrics-text`, else the Prometheus text format.
 #[utoipa::path(get, path = "/metrics", tag = "health", operation_id = "get_metrics", security(()),
     responses((status = 200, description = "The Prometheus text exposition (version 0.0.4), or OpenMetrics 1.0.0 text with exemplars when `Accept` asks for `application/openmetrics-text`",
                content((String = "text/plain"), (String = "application/openmetrics-text")))))]

@@ -15,17 +15,22 @@ pub mod control;
 pub mod extract;
 pub mod health;
 pub mod jobs;
+pub mod keys;
 pub mod metrics;
 pub mod pods;
 pub mod pools;
 pub mod profiles;
+pub mod usage;
 
 #[derive(Debug, OpenApi)]
 #[openapi(
     info(
         title = "Hearth",
         description = "Execution service for AI agents and RL trainers: tool calls, verifiers and rollouts on warm, isolated pods.",
-        license(name = "Apache-2.0"),
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    servers(
+        (url = "/", description = "The service that serves this document (`hearth serve` listens on `HEARTH_LISTEN`, 127.0.0.1:8080 by default)"),
     ),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
@@ -33,6 +38,8 @@ pub mod profiles;
     tags(
         (name = "jobs", description = "Submit, watch, list and cancel jobs"),
         (name = "bundles", description = "Upload code once, reference it by digest"),
+        (name = "keys", description = "A tenant's own API keys: mint, list with last use, revoke"),
+        (name = "usage", description = "A tenant's jobs, job-seconds and GPU-seconds over a window"),
         (name = "profiles", description = "Hardware profiles and the runtime's isolation"),
         (name = "pools", description = "Pools of pods per profile: standby, warm pods, GPU shares, budgets, keep-alive"),
         (name = "pods", description = "Why each pod was started, promoted, assigned and released"),
@@ -68,6 +75,8 @@ pub fn api() -> OpenApiRouter<AppState> {
     let mut api = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(jobs::router())
         .merge(bundles::router())
+        .merge(keys::router())
+        .merge(usage::router())
         .merge(profiles::router())
         .merge(pools::router())
         .merge(pods::router())

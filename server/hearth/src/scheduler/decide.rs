@@ -188,6 +188,32 @@ impl Scheduler {
                     });
                 }
             }
+            Decision::Prewarm {
+                pod,
+                tenant,
+                placement,
+                reason,
+                ..
+            } => {
+                // A standby pod promoted ahead of its caller's next burst: it
+                // holds the full placement from now and serves that caller's
+                // next job as its warm pod (the binding travels with the job).
+                // Recorded as a promotion without a job; its reason says why.
+                let tenant = st.tenant_uuids.get(&tenant).copied();
+                let mut why = st.reason_json(&reason, tenant);
+                why["placement"] = json!(placement);
+                let Some(slot) = st
+                    .pools
+                    .get_mut(profile)
+                    .and_then(|pp| pp.slots.get_mut(&pod))
+                else {
+                    return;
+                };
+                slot.tenant = tenant;
+                slot.placement = placement;
+                let runtime_id = slot.runtime_id.clone();
+                self.record(tenant, Some(&runtime_id), profile, "promote", None, why);
+            }
             Decision::Reset { pod, reason } => {
                 if let Some(slot) = self.record_pod(st, profile, pod, "reset", &reason) {
                     slot.tenant = None;

@@ -22,13 +22,27 @@
 //!   A released pod keeps its GPUs in the books until `PodGone`, so nothing
 //!   is ever over-committed while pods drain.
 //! * `Tick` whenever the driver likes; it must at least call at
-//!   [`Pool::next_wakeup`] so keep-alives expire and the budget follows
-//!   falling demand.
+//!   [`Pool::next_wakeup`] so keep-alives expire, re-warms happen and the
+//!   budget follows falling demand.
+//! * `LoopBusy` when a caller this pool knows starts or stops running jobs
+//!   in another pool (another profile): a caller across profiles is one
+//!   loop. A driver that never sends it gets per-pool loops.
+//! * `Prewarm` means: this standby pod now holds the caller's full
+//!   placement and is its warm pod; its next job is assigned to it.
+//!
+//! `firepool` chooses each caller's keep-alive against the pool's
+//! start-latency objective ([`ObjectiveConfig`], p90 at a warm start by
+//! default) at the least capacity the callers' pauses allow (see
+//! `objective`), and re-warms callers whose bursts come at a regular period
+//! ahead of the next burst instead of holding their pods through the pause
+//! ([`RewarmConfig`]). Every keep-alive it releases on says how it was
+//! chosen ([`Basis`]).
 //!
 //! This module may not do I/O or read a clock; it owns no runtime handles.
 //! Pod ids are allocated here so the driver can map them to runtime pods.
 
 mod gpu;
+mod objective;
 mod pool;
 mod stats;
 #[cfg(test)]
@@ -246,6 +260,11 @@ pub struct Config {
     pub standby: StandbyConfig,
     pub budget: BudgetConfig,
     pub keep_alive: KeepAliveConfig,
+    /// The start-latency objective `firepool` chooses each caller's
+    /// keep-alive against. `None`: keep-alives follow
+    /// [`KeepAliveConfig::percentile`] of each caller's pauses instead.
+    pub objective: Option<ObjectiveConfig>,
+    pub rewarm: RewarmConfig,
     /// How long a pod is expected to take to start, until starts are observed.
     pub start_estimate: Duration,
     /// How often budget and standby target are reviewed while idle pods are
@@ -311,6 +330,86 @@ pub struct KeepAliveConfig {
     pub min_samples: u32,
 }
 
+/// A start-latency objective: at least `percentile` of the pool's jobs start
+/// within `class` (a warm pod of their caller, or a warm or standby pod).
+/// `firepool` reaches it at the least capacity its pauses allow: each
+/// caller's keep-alive is the one whose extra warm starts are worth their
+/// price, and the price is the lowest at which the pool's predicted share of
+/// jobs within the class meets the objective. The price never falls below
+/// what a handover costs (a standby refill: one pod start at the standby
+/// share), so a pod is never released where keeping it is cheaper.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ObjectiveConfig {
+    /// In (0, 1): 0.9 for a p90 objective.
+    pub percentile: f64,
+    /// `warm` (p90 at a warm start) or `standby` (p90 at a promotion at
+    /// worst; keep-alives are then chosen by cost alone).
+    pub class: Source,
+    /// Aimed above `percentile`, for what the pause history does not
+    /// predict (first jobs, concurrent jobs, pauses longer than any seen).
+    pub slack: f64,
+    /// Added to each candidate keep-alive, relative to the pause it covers.
+    pub margin: f64,
+    /// How often the price is recomputed from the callers' pauses.
+    pub review_every: Duration,
+}
+
+/// Re-warming ahead of periodic bursts (RL steps). A caller's burst starts
+/// with its first job in this pool after a quiet gap of at least `min_gap`;
+/// once the gaps between burst starts (the period) are regular, a pod is not
+/// held through the pause: it is released, and a standby pod is bound to
+/// the caller `lead` before the next burst is due.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RewarmConfig {
+    pub enabled: bool,
+    /// Shortest quiet gap that ends a burst.
+    pub min_gap: Duration,
+    /// Periods remembered per caller, at most 256.
+    pub history: u32,
+    /// Periods needed before a caller counts as periodic.
+    pub min_periods: u32,
+    /// Largest spread of the remembered periods (longest minus shortest,
+    /// over the shortest) of a periodic caller.
+    pub max_spread: f64,
+    /// How long before the earliest predicted burst the pod is bound: the
+    /// promotion, and a margin.
+    pub lead: Duration,
+    /// A re-warmed pod waits this long past the latest predicted burst.
+    pub grace: Duration,
+    /// A pod that would be re-warmed within this long of its release is
+    /// held through instead (the release would save less than a refill).
+    pub hold_under: Duration,
+}
+
+impl Default for ObjectiveConfig {
+    fn default() -> ObjectiveConfig {
+        ObjectiveConfig {
+            percentile: 0.9,
+            class: Source::Warm,
+            slack: 0.03,
+            margin: 0.1,
+            review_every: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Default for RewarmConfig {
+    fn default() -> RewarmConfig {
+        RewarmConfig {
+            enabled: true,
+            min_gap: Duration::from_secs(10),
+            history: 8,
+            min_periods: 3,
+            max_spread: 0.3,
+            lead: Duration::from_secs(3),
+            grace: Duration::from_secs(5),
+            hold_under: Duration::from_secs(5),
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config {
@@ -321,6 +420,8 @@ impl Default for Config {
             standby: StandbyConfig::default(),
             budget: BudgetConfig::default(),
             keep_alive: KeepAliveConfig::default(),
+            objective: Some(ObjectiveConfig::default()),
+            rewarm: RewarmConfig::default(),
             start_estimate: Duration::from_secs(30),
             review_every: Duration::from_secs(1),
             caller_ttl: Duration::from_secs(3600),
@@ -359,7 +460,7 @@ impl Default for KeepAliveConfig {
             max: Duration::from_secs(600),
             percentile: 0.9,
             margin: Duration::from_secs(2),
-            history: 32,
+            history: 64,
             min_samples: 4,
         }
     }
@@ -409,6 +510,24 @@ impl Config {
         }
         if ka.min_samples == 0 || ka.min_samples > ka.history {
             return bad("keep_alive.min_samples must be 1..=history");
+        }
+        if let Some(o) = &self.objective {
+            if !(o.percentile > 0.0 && o.percentile < 1.0) {
+                return bad("objective.percentile must be in (0, 1)");
+            }
+            if !(0.0..1.0).contains(&o.slack) || !(0.0..=10.0).contains(&o.margin) {
+                return bad("objective.slack must be in [0, 1) and objective.margin in [0, 10]");
+            }
+            if o.review_every.is_zero() {
+                return bad("objective.review_every must be positive");
+            }
+        }
+        let r = &self.rewarm;
+        if r.history < 2 || r.history > 256 || r.min_periods == 0 || r.min_periods > r.history {
+            return bad("rewarm.history must be 2..=256 and rewarm.min_periods 1..=history");
+        }
+        if !(r.max_spread >= 0.0 && r.max_spread.is_finite()) {
+            return bad("rewarm.max_spread must be non-negative");
         }
         let b = &self.budget;
         for bounds in std::iter::once(&b.pool)
@@ -475,6 +594,13 @@ pub enum Event {
     PodReady { pod: PodId },
     /// A pod no longer exists: released by the policy, or lost.
     PodGone { pod: PodId },
+    /// The caller's loop started (`busy`) or stopped running jobs in
+    /// another pool: a caller that works across profiles is one loop, and
+    /// the pod it holds here idles while it runs there. While it is busy
+    /// elsewhere its warm pods here do not expire, and its pauses here are
+    /// counted from the end of its last job in any pool. Ignored for a
+    /// caller this pool does not know.
+    LoopBusy { caller: CallerId, busy: bool },
     /// Time passed.
     Tick,
 }
@@ -537,6 +663,16 @@ pub enum Decision {
         source: Source,
         reason: Reason,
     },
+    /// Standby pod `pod` is bound to `caller` ahead of its next burst and
+    /// becomes its warm pod: it now holds its full placement. The binding
+    /// is the caller's last one; the next job of the caller runs on it.
+    Prewarm {
+        pod: PodId,
+        caller: CallerId,
+        tenant: TenantId,
+        placement: Placement,
+        reason: Reason,
+    },
     /// Wipe `pod`'s binding (it keeps its GPUs): it becomes standby. Only the
     /// fixed-size policy does this, and only in a runtime that can prove it.
     Reset { pod: PodId, reason: Reason },
@@ -591,6 +727,15 @@ pub enum Reason {
         caller: CallerId,
         idle_ms: u64,
         keep_alive_ms: u64,
+        basis: Basis,
+    },
+    /// The caller's bursts come every `period_ms`; the next is due in
+    /// `due_in_ms`, so a standby pod is bound to it now rather than a pod
+    /// held through the pause.
+    Rewarm {
+        caller: CallerId,
+        period_ms: u64,
+        due_in_ms: u64,
     },
     /// Warm plus standby pods held more than the pool's budget.
     OverBudget { held: Shares, budget: Shares },
@@ -612,6 +757,62 @@ pub enum Reason {
     /// The fixed pool had no free pod: the pod idle longest, warm for
     /// another caller, is wiped and reused.
     Recycled { from: CallerId, to: CallerId },
+}
+
+/// How a warm pod's keep-alive was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "basis", rename_all = "snake_case")]
+pub enum Basis {
+    /// The pool's default: too few pauses seen.
+    Default,
+    /// The policy's fixed keep-alive.
+    Fixed,
+    /// A percentile of the caller's pauses, with a margin (no objective).
+    Percentile,
+    /// Against the pool's objective: the keep-alive covers
+    /// `covers_permille` of the caller's recent pauses (those its re-warm
+    /// covers included), the most whose extra warm starts cost no more
+    /// than the pool's price of `price_share_ms` (GPU shares x ms per warm
+    /// start).
+    Objective {
+        covers_permille: u32,
+        price_share_ms: u64,
+    },
+    /// Held through the pause: the caller's next burst (every `period_ms`)
+    /// is due too soon for a release and a re-warm to save anything.
+    NextBurst { period_ms: u64 },
+    /// Bound ahead of the caller's next burst (every `period_ms`).
+    Rewarmed { period_ms: u64 },
+}
+
+impl fmt::Display for Basis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = |ms: u64| ms as f64 / 1000.0;
+        match *self {
+            Basis::Default => f.write_str("the pool's default"),
+            Basis::Fixed => f.write_str("the policy's fixed keep-alive"),
+            Basis::Percentile => f.write_str("a percentile of its pauses"),
+            Basis::Objective {
+                covers_permille,
+                price_share_ms,
+            } => write!(
+                f,
+                "covers {:.1} % of its pauses at the pool's price of {:.1} share-s per warm start",
+                f64::from(covers_permille) / 10.0,
+                s(price_share_ms)
+            ),
+            Basis::NextBurst { period_ms } => {
+                write!(f, "held for its next burst (period {:.1} s)", s(period_ms))
+            }
+            Basis::Rewarmed { period_ms } => {
+                write!(
+                    f,
+                    "re-warmed for its next burst (period {:.1} s)",
+                    s(period_ms)
+                )
+            }
+        }
+    }
 }
 
 /// How a reason's text names the callers and tenants it mentions.
@@ -668,11 +869,22 @@ impl Reason {
                 caller,
                 idle_ms,
                 keep_alive_ms,
+                basis,
             } => format!(
-                "{} quiet {:.1} s, past its keep-alive of {:.1} s",
+                "{} quiet {:.1} s, past its keep-alive of {:.1} s ({basis})",
                 c(caller),
                 s(idle_ms),
                 s(keep_alive_ms)
+            ),
+            Reason::Rewarm {
+                caller,
+                period_ms,
+                due_in_ms,
+            } => format!(
+                "{}'s bursts come every {:.1} s, the next in {:.1} s: standby bound to it ahead",
+                c(caller),
+                s(period_ms),
+                s(due_in_ms)
             ),
             Reason::OverBudget { held, budget } => format!(
                 "warm plus standby hold {} shares, over the budget of {}; idle longest goes first",
@@ -775,6 +987,8 @@ pub struct Snapshot {
     /// `None` for policies without a budget.
     pub budget: Option<BudgetView>,
     pub standby_target: u32,
+    /// `None` for policies without an objective.
+    pub objective: Option<ObjectiveView>,
     pub queued_jobs: u32,
     pub queued_pods: u32,
     pub tenants: Vec<TenantView>,
@@ -820,6 +1034,26 @@ pub struct CallerView {
     pub pauses: u32,
     pub warm_pods: u32,
     pub in_flight: u32,
+    /// How its keep-alive was chosen.
+    pub basis: Option<Basis>,
+    /// The period of its bursts, once regular.
+    pub period_ms: Option<u64>,
+    /// When a standby pod will be bound to it ahead of its next burst.
+    pub rewarm_at: Option<crate::Instant>,
+    /// Running jobs in another pool.
+    pub busy_elsewhere: bool,
+}
+
+/// The objective and the price that meets it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectiveView {
+    pub percentile: f64,
+    pub class: Source,
+    /// GPU shares x ms the pool pays for one more start within the class.
+    pub price_share_ms: u64,
+    /// The share of jobs the callers' pauses predict within the class at
+    /// that price.
+    pub predicted: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

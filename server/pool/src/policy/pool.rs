@@ -14,11 +14,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use super::gpu::Inventory;
+use super::objective::{self, Curve, Shape};
 use super::stats::{Pauses, PeakWindow, Rate, StartTime};
 use super::{
-    Bounds, BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event,
-    GpuView, Held, JobId, Kind, Placement, PodCounts, PodId, PodView, Purpose, Reason, Request,
-    Shares, Snapshot, Source, TenantId, TenantView,
+    Basis, Bounds, BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event,
+    GpuView, Held, JobId, Kind, ObjectiveView, Placement, PodCounts, PodId, PodView, Purpose,
+    Reason, Request, Shares, Snapshot, Source, TenantId, TenantView,
 };
 use crate::Instant;
 use crate::time::millis;
@@ -47,6 +48,12 @@ struct Mode {
     budget: bool,
     /// Fixed pool size (always-on).
     fixed: Option<u32>,
+    /// Keep-alives chosen against [`Config::objective`].
+    objective: bool,
+    /// Re-warm ahead of periodic bursts ([`Config::rewarm`]).
+    rewarm: bool,
+    /// A caller across pools is one loop ([`Event::LoopBusy`]).
+    one_loop: bool,
 }
 
 impl Mode {
@@ -57,6 +64,9 @@ impl Mode {
             standby: false,
             budget: false,
             fixed: None,
+            objective: false,
+            rewarm: false,
+            one_loop: false,
         };
         match kind {
             Kind::Fresh => Mode {
@@ -75,6 +85,9 @@ impl Mode {
             Kind::Firepool => Mode {
                 standby: true,
                 budget: true,
+                objective: cfg.objective.is_some(),
+                rewarm: cfg.rewarm.enabled,
+                one_loop: true,
                 ..base
             },
         }
@@ -86,7 +99,11 @@ struct Warm {
     caller: CallerId,
     tenant: TenantId,
     since: Instant,
+    /// When its keep-alive clock started: `since`, or later if it was
+    /// stopped while the caller ran jobs in another pool.
+    armed: Instant,
     expires: Option<Instant>,
+    basis: Basis,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -196,14 +213,42 @@ impl Job {
 #[derive(Debug, Clone)]
 struct CallerState {
     tenant: TenantId,
+    /// Pauses of its loop: from the end of its last job in any pool to its
+    /// next job here.
     pauses: Pauses,
     /// Keep-alive matched to the pauses, once there are enough of them.
     matched_ms: Option<u64>,
+    basis: Basis,
+    /// Its candidates against the objective.
+    curve: Curve,
+    /// Mean time between its arrivals here (ms, exponentially weighted):
+    /// its curve weighs by its rate of jobs.
+    cycle_ms: f64,
+    last_arrival: Option<Instant>,
+    /// End of its loop's last job (here, or elsewhere as `LoopBusy` said).
     last_end: Option<Instant>,
+    /// End of its last job in this pool.
+    local_end: Option<Instant>,
+    /// Start of its current or last burst here, and the periods between.
+    last_burst: Option<Instant>,
+    periods: Pauses,
+    rewarm_at: Option<Instant>,
+    /// Size of its last job here.
+    size: Shares,
+    /// Running jobs in another pool.
+    elsewhere: bool,
     in_flight: u32,
     warm: Vec<PodId>,
     queued: Vec<JobId>,
     last_seen: Instant,
+}
+
+/// A caller's next burst, predicted from its regular period.
+#[derive(Debug, Clone, Copy)]
+struct Burst {
+    earliest: Instant,
+    latest: Instant,
+    period_ms: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -246,6 +291,19 @@ pub struct Pool {
     start_time: StartTime,
     budget: Option<(Shares, BudgetInputs)>,
     emitted_budget: Option<Shares>,
+    /// Re-warms due, by time.
+    rewarms: BTreeSet<(Instant, CallerId)>,
+    /// The objective's price (shares x ms per start within the class) and
+    /// the share predicted at it.
+    price: f64,
+    predicted: f64,
+    next_price: Instant,
+    /// Jobs that started within the objective's class, and all jobs
+    /// (exponentially weighted counts): what the objective achieves.
+    served: [f64; 2],
+    /// Added to the objective's aim so that what is achieved meets it: the
+    /// pauses seen predict the next ones optimistically.
+    boost: f64,
     next_review: Instant,
     next_sweep: Instant,
 }
@@ -283,6 +341,12 @@ impl Pool {
             start_time: StartTime::new(millis(config.start_estimate)),
             budget: None,
             emitted_budget: None,
+            rewarms: BTreeSet::new(),
+            price: f64::INFINITY,
+            predicted: 0.0,
+            next_price: Instant::ZERO,
+            served: [0.0; 2],
+            boost: 0.0,
             next_review: Instant::ZERO,
             next_sweep: Instant::ZERO + config.caller_ttl / 2,
             cfg: config,
@@ -316,7 +380,23 @@ impl Pool {
     /// happens first: the next keep-alive expiry, or the next review of budget
     /// and standby while idle pods are held. `None`: nothing is pending.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        let expiry = self.expiry.first().map(|&(t, _)| t);
+        // A re-warm is due, or its standby pod must start.
+        let notice = millis(self.rewarm_notice());
+        let rewarm = self
+            .rewarms
+            .iter()
+            .flat_map(|&(t, _)| {
+                [
+                    Instant::from_millis(t.as_millis().saturating_sub(notice)),
+                    t,
+                ]
+            })
+            .filter(|&t| t > self.now)
+            .min();
+        let expiry = match (self.expiry.first().map(|&(t, _)| t), rewarm) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let idle = self.counts[StateKind::Warm as usize]
             + self.counts[StateKind::Standby as usize]
             + self.counts[StateKind::StartingStandby as usize];
@@ -366,19 +446,41 @@ impl Pool {
     }
 
     fn keep_alive_ms(&self, caller: CallerId) -> Option<u64> {
+        self.keep_alive_of(caller).map(|k| k.0)
+    }
+
+    /// The keep-alive a warm pod of `caller` gets now, and how it was chosen.
+    fn keep_alive_of(&self, caller: CallerId) -> Option<(u64, Basis)> {
         if !self.mode.warm {
             return None;
         }
         match self.mode.keep_alive {
             KeepAliveMode::Forever => None,
-            KeepAliveMode::Fixed(ms) => Some(ms),
+            KeepAliveMode::Fixed(ms) => Some((ms, Basis::Fixed)),
             KeepAliveMode::Matched => Some(
                 self.callers
                     .get(&caller)
-                    .and_then(|c| c.matched_ms)
-                    .unwrap_or_else(|| millis(self.cfg.keep_alive.default)),
+                    .and_then(|c| c.matched_ms.map(|ms| (ms, c.basis)))
+                    .unwrap_or((millis(self.cfg.keep_alive.default), Basis::Default)),
             ),
         }
+    }
+
+    /// The caller's next burst here, if its bursts are regular and the next
+    /// is not overdue.
+    fn next_burst(&self, caller: CallerId) -> Option<Burst> {
+        if !self.mode.rewarm {
+            return None;
+        }
+        let c = self.callers.get(&caller)?;
+        let last = c.last_burst?;
+        let (lo, hi) = self.period(c)?;
+        let burst = Burst {
+            earliest: last + Duration::from_millis(lo),
+            latest: last + Duration::from_millis(hi),
+            period_ms: lo,
+        };
+        (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
     }
 
     /// Handles one event at `now`, pushing decisions onto `out`. On error the
@@ -402,6 +504,10 @@ impl Pool {
             Event::JobFinished { job } => self.job_finished(job, out),
             Event::PodReady { pod } => self.pod_ready(pod, out),
             Event::PodGone { pod } => self.pod_gone(pod),
+            Event::LoopBusy { caller, busy } => {
+                self.loop_busy(caller, busy);
+                Ok(())
+            }
             Event::Tick => Ok(()),
         };
         match result {
@@ -556,17 +662,8 @@ impl Pool {
 
         let now = self.now;
         let tau = millis(self.cfg.budget.rate_window) as f64;
-        let (history, min_samples) = (
-            self.cfg.keep_alive.history as usize,
-            self.cfg.keep_alive.min_samples as usize,
-        );
+        let history = self.cfg.keep_alive.history as usize;
         self.arrivals.add(now, f64::from(req.pods), tau);
-        let matched = |pauses: &Pauses, ka: &super::KeepAliveConfig| {
-            (pauses.len() >= min_samples)
-                .then(|| pauses.percentile(ka.percentile))
-                .flatten()
-                .map(|p| (p + millis(ka.margin)).clamp(millis(ka.min), millis(ka.max)))
-        };
         let caller = self
             .callers
             .entry(req.caller)
@@ -574,24 +671,77 @@ impl Pool {
                 tenant: req.tenant,
                 pauses: Pauses::default(),
                 matched_ms: None,
+                basis: Basis::Default,
+                curve: Curve::default(),
+                cycle_ms: 0.0,
+                last_arrival: None,
                 last_end: None,
+                local_end: None,
+                last_burst: None,
+                periods: Pauses::default(),
+                rewarm_at: None,
+                size,
+                elsewhere: false,
                 in_flight: 0,
                 warm: Vec::new(),
                 queued: Vec::new(),
                 last_seen: now,
             });
-        // A pause runs from one job's end to the next job's submission; with
-        // jobs in flight the caller is not pausing.
-        if caller.in_flight == 0
-            && let Some(end) = caller.last_end
-        {
+        // A pause runs from the loop's last job end to the next job's
+        // submission; with jobs in flight, here or in another pool, the
+        // loop is not pausing.
+        let idle = caller.in_flight == 0 && !caller.elsewhere;
+        let mut paused = false;
+        if idle && let Some(end) = caller.last_end {
             caller
                 .pauses
                 .push(now.as_millis().saturating_sub(end.as_millis()), history);
-            caller.matched_ms = matched(&caller.pauses, &self.cfg.keep_alive);
+            paused = true;
+        }
+        // A burst starts with the first job here after a quiet gap here.
+        let gap = caller
+            .local_end
+            .map(|e| now.saturating_since(e) >= self.cfg.rewarm.min_gap);
+        let burst = caller.in_flight == 0 && gap != Some(false);
+        if burst {
+            if let Some(prev) = caller.last_burst {
+                caller.periods.push(
+                    now.as_millis().saturating_sub(prev.as_millis()),
+                    self.cfg.rewarm.history as usize,
+                );
+            }
+            caller.last_burst = Some(now);
+        }
+        // A new burst ends the wait for the one a re-warm was scheduled for.
+        let rewarm = if burst { caller.rewarm_at.take() } else { None };
+        caller.size = size;
+        if let Some(prev) = caller.last_arrival.replace(now) {
+            let gap = now.as_millis().saturating_sub(prev.as_millis()) as f64;
+            caller.cycle_ms = if caller.cycle_ms > 0.0 {
+                (gap - caller.cycle_ms).mul_add(0.1, caller.cycle_ms)
+            } else {
+                gap
+            };
         }
         caller.in_flight += 1;
         caller.last_seen = now;
+        if let Some(t) = rewarm {
+            self.rewarms.remove(&(t, req.caller));
+        }
+        if paused {
+            self.rematch(req.caller);
+        }
+        // Scheduled now, the re-warm for the next burst has its standby pod
+        // started in time however short the pause.
+        if burst && let Some(b) = self.next_burst(req.caller) {
+            let bind_at = Instant::from_millis(
+                b.earliest
+                    .as_millis()
+                    .saturating_sub(millis(self.cfg.rewarm.lead)),
+            );
+            self.schedule_rewarm(req.caller, bind_at);
+        }
+
         self.tenants
             .entry(req.tenant)
             .or_default()
@@ -619,6 +769,12 @@ impl Pool {
             },
         );
         self.take_warm(req.job);
+        if self.mode.objective {
+            const ALPHA: f64 = 1.0 / 256.0;
+            let warm = self.jobs[&req.job].need() == 0;
+            self.served[0] = self.served[0].mul_add(1.0 - ALPHA, f64::from(u8::from(warm)));
+            self.served[1] = self.served[1].mul_add(1.0 - ALPHA, 1.0);
+        }
         let need = self.jobs[&req.job].need();
         if need > 0 {
             self.handovers.record(
@@ -864,16 +1020,23 @@ impl Pool {
 
     fn make_warm(&mut self, pod: PodId, caller: CallerId, tenant: TenantId) {
         let now = self.now;
-        let expires = self
-            .keep_alive_ms(caller)
-            .map(|ms| now + Duration::from_millis(ms));
+        let keep = self.keep_alive_of(caller);
+        let basis = keep.map_or(Basis::Fixed, |k| k.1);
+        // While its loop runs elsewhere, the caller is not pausing.
+        let suspended =
+            self.mode.one_loop && self.callers.get(&caller).is_some_and(|c| c.elsewhere);
+        let expires = keep
+            .filter(|_| !suspended)
+            .map(|(ms, _)| now + Duration::from_millis(ms));
         self.set_state(
             pod,
             PodState::Warm(Warm {
                 caller,
                 tenant,
                 since: now,
+                armed: now,
                 expires,
+                basis,
             }),
         );
         self.idle.insert((now, pod));
@@ -895,6 +1058,7 @@ impl Pool {
         if let Some(c) = self.callers.get_mut(&job.caller) {
             c.in_flight = c.in_flight.saturating_sub(1);
             c.last_end = Some(now);
+            c.local_end = Some(now);
             c.last_seen = now;
         }
         if !job.running {
@@ -1017,6 +1181,16 @@ impl Pool {
 
     fn maintain(&mut self, out: &mut Vec<Decision>) {
         let now = self.now;
+        if self.mode.objective && now >= self.next_price {
+            self.reprice();
+            self.next_price = now
+                + self
+                    .cfg
+                    .objective
+                    .as_ref()
+                    .map_or(self.cfg.review_every, |o| o.review_every);
+        }
+        let r = self.cfg.rewarm.clone();
         while let Some(&(t, pod)) = self.expiry.first() {
             if t > now {
                 break;
@@ -1025,15 +1199,44 @@ impl Pool {
                 self.expiry.remove(&(t, pod));
                 continue;
             };
+            let burst = self
+                .next_burst(w.caller)
+                .filter(|_| !matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }));
+            if let Some(b) = burst {
+                let bind_at =
+                    Instant::from_millis(b.earliest.as_millis().saturating_sub(millis(r.lead)));
+                // Released, it is re-warmed from a standby pod: one that is
+                // ready and not claimed by an earlier re-warm, or one that
+                // can still start in time. Otherwise it is held through.
+                let claimed = self.rewarms.range(..(bind_at, CallerId(u64::MAX))).count();
+                let spare = self.standby.len() > claimed;
+                let refill = bind_at >= now + self.rewarm_notice();
+                let scheduled = self
+                    .callers
+                    .get(&w.caller)
+                    .is_some_and(|c| c.rewarm_at == Some(bind_at));
+                if bind_at <= now + r.hold_under || !(spare || refill || scheduled) {
+                    let basis = Basis::NextBurst {
+                        period_ms: b.period_ms,
+                    };
+                    self.set_expiry(pod, Some(b.latest + r.grace), basis);
+                    continue;
+                }
+                self.schedule_rewarm(w.caller, bind_at);
+            }
             let reason = Reason::KeepAliveExpired {
                 caller: w.caller,
                 idle_ms: now.as_millis() - w.since.as_millis(),
-                keep_alive_ms: t.as_millis() - w.since.as_millis(),
+                keep_alive_ms: t.as_millis() - w.armed.as_millis(),
+                basis: w.basis,
             };
             self.release(pod, reason, out);
         }
         if self.mode.budget {
             self.enforce_budget(out);
+        }
+        if self.mode.rewarm {
+            self.rewarm(out);
         }
         self.cover(out);
         if self.mode.standby {
@@ -1216,14 +1419,268 @@ impl Pool {
         }
     }
 
+    /// Re-chooses `caller`'s keep-alive from its pauses: against the
+    /// objective at the pool's price, or a percentile without one.
+    fn rematch(&mut self, id: CallerId) {
+        let Some(c) = self.callers.get(&id) else {
+            return;
+        };
+        let ka = &self.cfg.keep_alive;
+        if c.pauses.len() < ka.min_samples as usize {
+            return;
+        }
+        let (min, max) = (millis(ka.min), millis(ka.max));
+        let (ms, basis, curve) = match &self.cfg.objective {
+            Some(o) if self.mode.objective => {
+                let covered_from = (self.mode.rewarm && self.period(c).is_some())
+                    .then(|| millis(self.cfg.rewarm.min_gap));
+                let shape = Shape {
+                    shares: c.size.0,
+                    margin: o.margin,
+                    min_ms: min,
+                    max_ms: max,
+                    covered_from,
+                };
+                let curve = Curve::new(c.pauses.as_slice(), shape);
+                let Some(p) = curve.choose(self.price) else {
+                    return;
+                };
+                (p.keep_ms, self.objective_basis(p.warm), curve)
+            }
+            _ => {
+                let Some(p) = c.pauses.percentile(ka.percentile) else {
+                    return;
+                };
+                let ms = (p + millis(ka.margin)).clamp(min, max);
+                (ms, Basis::Percentile, Curve::default())
+            }
+        };
+        if let Some(c) = self.callers.get_mut(&id) {
+            c.matched_ms = Some(ms);
+            c.basis = basis;
+            c.curve = curve;
+        }
+    }
+
+    fn objective_basis(&self, warm: f64) -> Basis {
+        Basis::Objective {
+            covers_permille: (warm * 1000.0).round() as u32,
+            price_share_ms: if self.price.is_finite() {
+                self.price.round() as u64
+            } else {
+                u64::MAX
+            },
+        }
+    }
+
+    /// Recomputes the objective's price from every caller's curve, and
+    /// each caller's keep-alive at it. Callers in id order, so that the
+    /// result does not depend on the map's order.
+    fn reprice(&mut self) {
+        let Some(o) = self.cfg.objective.clone() else {
+            return;
+        };
+        // A handover costs a standby refill: one pod start at the standby
+        // share. Keeping a pod is worth at least that per warm start.
+        let floor = self.start_time.ms() as f64 * f64::from(self.standby_shares().max(1));
+        let aim = (o.percentile + o.slack).min(1.0);
+        // Integral control on what is achieved, once enough jobs were seen.
+        if self.served[1] >= 64.0 {
+            let achieved = self.served[0] / self.served[1];
+            self.boost = (aim - achieved)
+                .mul_add(0.2, self.boost)
+                .clamp(-o.slack, 1.0 - aim);
+        }
+        let mut ids: Vec<CallerId> = self
+            .callers
+            .iter()
+            .filter(|(_, c)| !c.curve.is_empty())
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        let (price, predicted) = if o.class == Source::Warm {
+            let curves = ids.iter().filter_map(|id| {
+                let c = self.callers.get(id)?;
+                Some((1.0 / c.cycle_ms.max(1.0), &c.curve))
+            });
+            objective::price(curves, aim + self.boost, floor)
+        } else {
+            (floor, 1.0)
+        };
+        self.price = price;
+        self.predicted = predicted;
+        let (min, max) = (
+            millis(self.cfg.keep_alive.min),
+            millis(self.cfg.keep_alive.max),
+        );
+        for id in ids {
+            let Some(p) = self.callers.get(&id).and_then(|c| c.curve.choose(price)) else {
+                continue;
+            };
+            let basis = self.objective_basis(p.warm);
+            if let Some(c) = self.callers.get_mut(&id) {
+                c.matched_ms = Some(p.keep_ms.clamp(min, max));
+                c.basis = basis;
+            }
+        }
+    }
+
+    /// The shortest and longest of the caller's recent periods, if they
+    /// are enough and regular.
+    fn period(&self, c: &CallerState) -> Option<(u64, u64)> {
+        let r = &self.cfg.rewarm;
+        if c.periods.len() < r.min_periods as usize {
+            return None;
+        }
+        let (lo, hi) = c.periods.min_max()?;
+        (lo > 0 && (hi - lo) as f64 <= r.max_spread * lo as f64).then_some((lo, hi))
+    }
+
+    fn schedule_rewarm(&mut self, id: CallerId, at: Instant) {
+        let Some(c) = self.callers.get_mut(&id) else {
+            return;
+        };
+        if let Some(old) = c.rewarm_at.replace(at) {
+            self.rewarms.remove(&(old, id));
+        }
+        self.rewarms.insert((at, id));
+    }
+
+    /// Binds a standby pod to each caller whose re-warm is due, if it is
+    /// still idle here and its burst still expected.
+    fn rewarm(&mut self, out: &mut Vec<Decision>) {
+        let now = self.now;
+        let grace = self.cfg.rewarm.grace;
+        while let Some(&(t, id)) = self.rewarms.first() {
+            if t > now {
+                break;
+            }
+            self.rewarms.remove(&(t, id));
+            let Some(c) = self.callers.get_mut(&id) else {
+                continue;
+            };
+            c.rewarm_at = None;
+            if c.in_flight > 0 || !c.warm.is_empty() || !c.queued.is_empty() {
+                continue;
+            }
+            let (tenant, size) = (c.tenant, c.size);
+            let Some(b) = self.next_burst(id) else {
+                continue;
+            };
+            // The standby pod on the GPU with the most room grows in place.
+            let Some(pod) = self.standby.iter().copied().max_by_key(|p| {
+                let free = self
+                    .pods
+                    .get(p)
+                    .and_then(|pod| pod.placement.0.first())
+                    .map_or(0, |s| self.inv.free_on(s.gpu));
+                (free, Reverse(*p))
+            }) else {
+                continue;
+            };
+            let Some(placement) = self.resize(pod, size.0) else {
+                continue;
+            };
+            self.detach(pod);
+            if let Some(p) = self.pods.get_mut(&pod) {
+                p.size = size;
+            }
+            self.make_warm(pod, id, tenant);
+            let basis = Basis::Rewarmed {
+                period_ms: b.period_ms,
+            };
+            self.set_expiry(pod, Some(b.latest + grace), basis);
+            out.push(Decision::Prewarm {
+                pod,
+                caller: id,
+                tenant,
+                placement,
+                reason: Reason::Rewarm {
+                    caller: id,
+                    period_ms: b.period_ms,
+                    due_in_ms: b.earliest.as_millis().saturating_sub(now.as_millis()),
+                },
+            });
+        }
+    }
+
+    /// Re-arms a warm pod's keep-alive from now (`None`: stopped).
+    fn set_expiry(&mut self, pod: PodId, expires: Option<Instant>, basis: Basis) {
+        let now = self.now;
+        let Some(p) = self.pods.get_mut(&pod) else {
+            return;
+        };
+        let PodState::Warm(mut w) = p.state else {
+            return;
+        };
+        if let Some(e) = w.expires {
+            self.expiry.remove(&(e, pod));
+        }
+        w.expires = expires;
+        w.armed = now;
+        w.basis = basis;
+        p.state = PodState::Warm(w);
+        if let Some(e) = expires {
+            self.expiry.insert((e, pod));
+        }
+    }
+
+    /// The caller's loop started or stopped running jobs in another pool.
+    fn loop_busy(&mut self, id: CallerId, busy: bool) {
+        if !self.mode.one_loop {
+            return;
+        }
+        let now = self.now;
+        let Some(c) = self.callers.get_mut(&id) else {
+            return;
+        };
+        if c.elsewhere == busy {
+            return;
+        }
+        c.elsewhere = busy;
+        c.last_seen = now;
+        if !busy && c.in_flight == 0 {
+            c.last_end = Some(now);
+        }
+        let pods = c.warm.clone();
+        let keep = self.keep_alive_of(id);
+        for pod in pods {
+            let Some(PodState::Warm(w)) = self.pods.get(&pod).map(|p| p.state) else {
+                continue;
+            };
+            // Pods held for a burst keep their deadline.
+            if matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }) {
+                continue;
+            }
+            match (busy, keep) {
+                (true, _) => self.set_expiry(pod, None, w.basis),
+                (false, Some((ms, basis))) => {
+                    self.set_expiry(pod, Some(now + Duration::from_millis(ms)), basis);
+                }
+                (false, None) => {}
+            }
+        }
+    }
+
     fn standby_target(&self) -> u32 {
         if !self.mode.standby {
             return 0;
         }
         let s = &self.cfg.standby;
-        self.handovers
-            .peak(self.now, self.start_time.ms(), millis(s.horizon))
+        let peak = self
+            .handovers
+            .peak(self.now, self.start_time.ms(), millis(s.horizon));
+        // Re-warms due within a pod start (and a quarter, for a margin)
+        // need standby pods ready by then, besides those for handovers.
+        let soon = self.now + self.rewarm_notice();
+        let due = self.rewarms.range(..(soon, CallerId(u64::MAX))).count();
+        peak.saturating_add(u32::try_from(due).unwrap_or(u32::MAX))
             .clamp(s.min, s.max)
+    }
+
+    /// How long before a re-warm the standby pod it takes is started.
+    fn rewarm_notice(&self) -> Duration {
+        Duration::from_millis(self.start_time.ms() * 11 / 10 + millis(self.cfg.rewarm.lead))
     }
 
     fn budget_now(&self) -> (Shares, BudgetInputs) {
@@ -1405,6 +1862,9 @@ impl Pool {
             });
             have += 1;
         }
+        // Pods already there are kept for every re-warm scheduled, however
+        // far: the target counts them only once they are near.
+        let target = target.max(u32::try_from(self.rewarms.len()).unwrap_or(u32::MAX));
         if have > target {
             // Cancel surplus starts first: a ready standby pod is worth more.
             let mut surplus: Vec<PodId> = self
@@ -1498,6 +1958,10 @@ impl Pool {
                 pauses: s.pauses.len() as u32,
                 warm_pods: s.warm.len() as u32,
                 in_flight: s.in_flight,
+                basis: self.keep_alive_of(caller).map(|k| k.1),
+                period_ms: self.period(s).map(|p| p.0),
+                rewarm_at: s.rewarm_at,
+                busy_elsewhere: s.elsewhere,
             })
             .collect();
         callers.sort_by_key(|c| c.caller);
@@ -1558,6 +2022,21 @@ impl Pool {
             },
             budget,
             standby_target: self.standby_target(),
+            objective: self
+                .cfg
+                .objective
+                .as_ref()
+                .filter(|_| self.mode.objective)
+                .map(|o| ObjectiveView {
+                    percentile: o.percentile,
+                    class: o.class,
+                    price_share_ms: if self.price.is_finite() {
+                        self.price.round() as u64
+                    } else {
+                        u64::MAX
+                    },
+                    predicted: self.predicted,
+                }),
             queued_jobs: self.queue.len() as u32,
             queued_pods: self.queued_pods,
             tenants,
@@ -1624,6 +2103,9 @@ impl Pool {
         assert_eq!(self.idle.len() as u32, counts[StateKind::Warm as usize]);
         for (t, s) in &self.tenants {
             assert_eq!(s.warm, tenant_warm.get(t).copied().unwrap_or(0), "{t} warm");
+        }
+        for &(t, id) in &self.rewarms {
+            assert_eq!(self.callers.get(&id).and_then(|c| c.rewarm_at), Some(t));
         }
         let mut queued = 0;
         for (key, j) in &self.queue {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::Instant;
-use crate::rng::SplitMix64;
+use hearth_core::rng::SplitMix64;
 
 const S: u32 = 8;
 
@@ -20,6 +20,9 @@ fn cfg() -> Config {
             max: 0,
             ..StandbyConfig::default()
         },
+        // The rules below are those of percentile keep-alives; the
+        // objective has its own tests.
+        objective: None,
         ..Config::default()
     }
 }
@@ -290,6 +293,12 @@ fn fuzz(kind: Kind, seed: u64) {
                 });
                 Event::PodGone { pod: p }
             }
+        } else if roll < 31 {
+            // The caller's loop moves to or from another pool.
+            Event::LoopBusy {
+                caller: CallerId(rng.below(8)),
+                busy: rng.below(2) == 0,
+            }
         } else if let Some(i) = (0..pending.len()).min_by_key(|&i| pending[i].0) {
             let (t, e) = pending.remove(i);
             now = now.max(t);
@@ -356,6 +365,14 @@ fn fuzz(kind: Kind, seed: u64) {
                     );
                     pending.retain(|(_, e)| *e != Event::PodReady { pod: *pod });
                     pending.push((now + rng.below(2_000), Event::PodGone { pod: *pod }));
+                }
+                Decision::Prewarm { pod, caller, .. } => {
+                    assert_eq!(
+                        last_caller.get(pod),
+                        None,
+                        "{kind}: {pod} pre-warmed while bound"
+                    );
+                    last_caller.insert(*pod, *caller);
                 }
                 Decision::Promote { .. } | Decision::Budget { .. } => {}
             }
@@ -614,7 +631,8 @@ fn keep_alive_releases_exactly_when_the_caller_is_quiet_too_long() {
             Reason::KeepAliveExpired {
                 caller: CallerId(7),
                 idle_ms: 6_000,
-                keep_alive_ms: 6_000
+                keep_alive_ms: 6_000,
+                basis: Basis::Percentile,
             }
         )]
     );
@@ -900,10 +918,15 @@ fn the_snapshot_shows_pods_shares_budget_and_keep_alive() {
         caller: CallerId(3),
         idle_ms: 7_500,
         keep_alive_ms: 7_000,
+        basis: Basis::Objective {
+            covers_permille: 925,
+            price_share_ms: 30_000,
+        },
     };
     assert_eq!(
         r.to_string(),
-        "caller 3 quiet 7.5 s, past its keep-alive of 7.0 s"
+        "caller 3 quiet 7.5 s, past its keep-alive of 7.0 s (covers 92.5 % of its pauses \
+         at the pool's price of 30.0 share-s per warm start)"
     );
     assert_eq!(
         serde_json::to_value(&r).unwrap()["code"],
@@ -962,4 +985,298 @@ fn idle_callers_are_forgotten_after_their_ttl() {
     }
     assert!(!f.pool.knows_caller(CallerId(7)), "idle past the TTL");
     assert!(!f.pool.knows_caller(CallerId(8)));
+}
+
+/// What a scripted driver saw: every decision with its time.
+type Log = Vec<(u64, Decision)>;
+
+enum Step {
+    Queue(u64, u64),
+    Finish(u64),
+}
+
+/// Plays `script` (time, step) in time order through `f`, ticking at every
+/// wake-up the pool asks for and readying every pod it starts at once.
+fn play(f: &mut Fake, mut script: Vec<(u64, Step)>, until: u64) -> Log {
+    script.sort_by_key(|s| s.0);
+    let mut log = Log::new();
+    let mut script = script.into_iter().peekable();
+    loop {
+        let wake = f.pool.next_wakeup().map(Instant::as_millis);
+        let next = script.peek().map(|s| s.0);
+        let (t, step) = match (wake, next) {
+            (Some(w), n) if w <= n.unwrap_or(u64::MAX) && w <= until => (w.max(f.t), None),
+            (_, Some(n)) => (n, script.next().map(|s| s.1)),
+            _ => break,
+        };
+        let mut d = match step {
+            Some(Step::Queue(job, caller)) => f.at(t).queue(job, caller),
+            Some(Step::Finish(job)) => f.at(t).finish(job),
+            None => f.at(t).ev(Event::Tick),
+        };
+        while !d.is_empty() {
+            let started = starts(&d);
+            for x in d.drain(..) {
+                if let Decision::Release { pod, .. } = x {
+                    log.push((t, x.clone()));
+                    f.gone(pod);
+                } else {
+                    log.push((t, x));
+                }
+            }
+            for pod in started {
+                d.extend(f.ready(pod));
+            }
+        }
+        if wake == Some(t) && f.pool.next_wakeup().map(Instant::as_millis) == Some(t) {
+            // Nothing moved the wake-up on: step past it.
+            f.t = t + 1;
+        }
+    }
+    log
+}
+
+/// A script of one caller's jobs: each (start, duration) in ms.
+fn jobs_of(caller: u64, first_job: u64, jobs: &[(u64, u64)]) -> Vec<(u64, Step)> {
+    let mut s = Vec::new();
+    for (i, &(start, dur)) in jobs.iter().enumerate() {
+        let job = first_job + i as u64;
+        s.push((start, Step::Queue(job, caller)));
+        s.push((start + dur, Step::Finish(job)));
+    }
+    s
+}
+
+fn objective_cfg(percentile: f64) -> Config {
+    Config {
+        objective: Some(ObjectiveConfig {
+            percentile,
+            ..ObjectiveConfig::default()
+        }),
+        rewarm: RewarmConfig {
+            enabled: false,
+            ..RewarmConfig::default()
+        },
+        ..cfg()
+    }
+}
+
+#[test]
+fn keep_alives_meet_the_objective_where_pauses_make_it_cheap() {
+    // Caller 1 pauses 1 s between jobs; caller 2 pauses 1 s and 50 s in
+    // turn, so its jobs are few and covering its long pauses is dear.
+    let script = || {
+        let mut t = 0;
+        let a: Vec<(u64, u64)> = (0..40)
+            .map(|_| {
+                let j = (t, 200);
+                t += 1_200;
+                j
+            })
+            .collect();
+        let mut t = 100;
+        let b: Vec<(u64, u64)> = (0..8)
+            .map(|i| {
+                let j = (t, 200);
+                t += 200 + if i % 2 == 0 { 1_000 } else { 50_000 };
+                j
+            })
+            .collect();
+        let mut s = jobs_of(1, 0, &a);
+        s.extend(jobs_of(2, 100, &b));
+        s
+    };
+    let basis = |f: &Fake, caller| {
+        let snap = f.pool.snapshot();
+        let c = snap
+            .callers
+            .iter()
+            .find(|c| c.caller == CallerId(caller))
+            .unwrap();
+        (c.keep_alive_ms.unwrap(), c.basis.unwrap())
+    };
+    // p90: caller 1's pauses alone reach it; caller 2 keeps its pod for its
+    // short pauses only (the shortest keep-alive covers them) and releases
+    // it for the long ones.
+    let (mut f, _) = Fake::new(Kind::Firepool, objective_cfg(0.9));
+    play(&mut f, script(), 0);
+    f.at(200_000).ev(Event::Tick);
+    let (k2, b2) = basis(&f, 2);
+    assert!(k2 < 5_000, "{k2}");
+    assert!(
+        matches!(b2, Basis::Objective { covers_permille, .. } if covers_permille < 1000),
+        "{b2:?}"
+    );
+    let (_, b1) = basis(&f, 1);
+    assert!(
+        matches!(
+            b1,
+            Basis::Objective {
+                covers_permille: 1000,
+                ..
+            }
+        ),
+        "{b1:?}"
+    );
+    let price = f.pool.snapshot().objective.unwrap().price_share_ms;
+    // p99: every start must be warm, so the long pauses are bought too.
+    let (mut f, _) = Fake::new(Kind::Firepool, objective_cfg(0.99));
+    play(&mut f, script(), 0);
+    f.at(200_000).ev(Event::Tick);
+    let (k2, b2) = basis(&f, 2);
+    assert!(k2 >= 50_000, "{k2}");
+    assert!(
+        matches!(
+            b2,
+            Basis::Objective {
+                covers_permille: 1000,
+                ..
+            }
+        ),
+        "{b2:?}"
+    );
+    assert!(f.pool.snapshot().objective.unwrap().price_share_ms > price);
+}
+
+#[test]
+fn periodic_bursts_are_rewarmed_ahead_instead_of_held_through_the_pause() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts of 5 jobs of 200 ms, 100 ms apart, every 60 s.
+    let mut jobs = Vec::new();
+    for burst in 0..6u64 {
+        for j in 0..5 {
+            jobs.push((burst * 60_000 + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 370_000);
+    let prewarms: Vec<(u64, PodId, Reason)> = log
+        .iter()
+        .filter_map(|(t, d)| match d {
+            Decision::Prewarm { pod, reason, .. } => Some((*t, *pod, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    // Periodic from the fourth burst (three periods): the fifth, the sixth
+    // and a seventh that never comes are re-warmed, `lead` (3 s) before
+    // they are due.
+    assert_eq!(prewarms.len(), 3, "{prewarms:?}");
+    for (i, (t, pod, reason)) in prewarms.iter().enumerate() {
+        let due = (4 + i as u64) * 60_000;
+        assert_eq!(*t, due - 3_000);
+        assert_eq!(
+            *reason,
+            Reason::Rewarm {
+                caller: CallerId(9),
+                period_ms: 60_000,
+                due_in_ms: 3_000
+            }
+        );
+        if i == 2 {
+            // Unused: released once the latest expected start plus the
+            // grace (5 s) has passed.
+            let gone = log.iter().find_map(|(at, d)| match d {
+                Decision::Release {
+                    pod: p,
+                    reason: Reason::KeepAliveExpired { basis, .. },
+                } if p == pod => Some((*at, *basis)),
+                _ => None,
+            });
+            assert_eq!(
+                gone,
+                Some((due + 5_000, Basis::Rewarmed { period_ms: 60_000 }))
+            );
+            continue;
+        }
+        // The burst's first job finds it warm.
+        let first = log.iter().find_map(|(at, d)| match d {
+            Decision::Assign {
+                job,
+                pod: p,
+                source,
+                ..
+            } if *at == due => Some((*job, *p, *source)),
+            _ => None,
+        });
+        assert_eq!(first, Some((JobId((4 + i as u64) * 5), *pod, Source::Warm)));
+        // The pod of the burst before was released early in the pause, not
+        // held through it.
+        let released = log.iter().rev().find_map(|(at, d)| match d {
+            Decision::Release {
+                reason: Reason::KeepAliveExpired { caller, .. },
+                ..
+            } if *caller == CallerId(9) && *at < *t => Some(*at),
+            _ => None,
+        });
+        assert!(released.is_some_and(|r| r < due - 50_000), "{released:?}");
+    }
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.callers[0].period_ms, Some(60_000));
+}
+
+#[test]
+fn a_caller_running_in_another_pool_is_not_pausing_here() {
+    let (mut f, _) = Fake::new(keepalive(0), cfg());
+    // Fixed keep-alives are baselines: they do not follow the loop.
+    f.at(0).run(1, 5);
+    f.at(100).finish(1);
+    f.at(100).ev(Event::LoopBusy {
+        caller: CallerId(5),
+        busy: true,
+    });
+    assert_eq!(f.pool.snapshot().pods.warm, 0);
+
+    let mut c = cfg();
+    // A budget that never asks for the pod back.
+    c.budget.pool.floor = Shares(S);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    let (_, pod) = f.at(0).run(1, 5);
+    f.at(1_000).finish(1);
+    assert_eq!(
+        f.pool.keep_alive(CallerId(5)),
+        Some(Duration::from_secs(120))
+    );
+    f.at(2_000).ev(Event::LoopBusy {
+        caller: CallerId(5),
+        busy: true,
+    });
+    // While it runs elsewhere its pod here never expires.
+    let d = f.at(1_000_000).ev(Event::Tick);
+    assert!(releases(&d).is_empty());
+    // Back from the other pool: the keep-alive runs from now.
+    f.at(1_000_000).ev(Event::LoopBusy {
+        caller: CallerId(5),
+        busy: false,
+    });
+    assert!(releases(&f.at(1_119_999).ev(Event::Tick)).is_empty());
+    let d = f.at(1_120_000).ev(Event::Tick);
+    assert_eq!(
+        releases(&d),
+        vec![(
+            pod,
+            Reason::KeepAliveExpired {
+                caller: CallerId(5),
+                idle_ms: 1_119_000,
+                keep_alive_ms: 120_000,
+                basis: Basis::Default,
+            }
+        )]
+    );
+    // An unknown caller is ignored.
+    f.ev(Event::LoopBusy {
+        caller: CallerId(77),
+        busy: true,
+    });
+    assert!(!f.pool.knows_caller(CallerId(77)));
 }

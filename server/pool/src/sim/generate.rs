@@ -13,7 +13,18 @@
 //!   schedule (zero start latency) and written as the think time of each
 //!   worker's first job of the next step.
 //!
-//! Both calibrate to the setting the Firepool paper reports: jobs that finish
+//! * `agent-heavy`: a family, one member per seed, of agent sessions whose
+//!   pauses have a heavier tail: log-normal with a median of 1-3 s and a
+//!   sigma of 1.2-1.7 (drawn from the seed), so a few percent of pauses last
+//!   minutes; tool calls take a log-normal median of 1-4 s.
+//! * `rl-mixed`: a family of RL workers that alternate between a whole-GPU
+//!   rollout profile (`gpu-1`) and a quarter-GPU verifier profile
+//!   (`gpu-quarter`): every 2nd, 3rd or 4th job of a step is a verifier,
+//!   steps are 8-24 jobs back to back, and a synchronous pause of 45-120 s
+//!   (a few percent of jitter per step) separates steps. Mix, step size and
+//!   pause are drawn from the seed.
+//!
+//! All calibrate to the setting the Firepool paper reports: jobs that finish
 //! in seconds, where a 30 s cold start per job dominates a loop.
 //!
 //! `jobs` is the total number of jobs, shared among `callers`. Generation
@@ -26,7 +37,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rng::stream;
+use hearth_core::rng::stream;
 
 /// Which synthetic workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,20 +45,59 @@ use crate::rng::stream;
 pub enum TraceKind {
     Agent,
     Rl,
+    AgentHeavy,
+    RlMixed,
 }
 
 impl TraceKind {
     pub fn default_callers(self) -> u32 {
         match self {
-            TraceKind::Agent => 100,
-            TraceKind::Rl => 32,
+            TraceKind::Agent | TraceKind::AgentHeavy => 100,
+            TraceKind::Rl | TraceKind::RlMixed => 32,
         }
     }
 
     pub fn default_jobs(self) -> u64 {
         match self {
-            TraceKind::Agent => 10_000,
-            TraceKind::Rl => 20_480,
+            TraceKind::Agent | TraceKind::AgentHeavy => 10_000,
+            TraceKind::Rl | TraceKind::RlMixed => 20_480,
+        }
+    }
+
+    /// The kinds `gen` writes.
+    pub fn all() -> [TraceKind; 4] {
+        [
+            TraceKind::Agent,
+            TraceKind::Rl,
+            TraceKind::AgentHeavy,
+            TraceKind::RlMixed,
+        ]
+    }
+
+    /// The published targets of the Firepool paper this kind is checked
+    /// against (agent or RL loops).
+    pub fn is_rl(self) -> bool {
+        matches!(self, TraceKind::Rl | TraceKind::RlMixed)
+    }
+
+    /// What the seed draws for a family member, in words.
+    pub fn describe(self, seed: u64) -> String {
+        match self {
+            TraceKind::Agent | TraceKind::Rl => self.to_string(),
+            TraceKind::AgentHeavy => {
+                let s = AgentShape::of(seed);
+                format!(
+                    "agent-heavy: pauses median {:.2} s sigma {:.2}, tools median {:.2} s",
+                    s.pause_median, s.pause_sigma, s.tool_median
+                )
+            }
+            TraceKind::RlMixed => {
+                let s = RlShape::of(seed);
+                format!(
+                    "rl-mixed: {} jobs a step, every {} a verifier, pause {:.0} s",
+                    s.step, s.verify_every, s.pause
+                )
+            }
         }
     }
 }
@@ -57,6 +107,8 @@ impl fmt::Display for TraceKind {
         f.write_str(match self {
             TraceKind::Agent => "agent",
             TraceKind::Rl => "rl",
+            TraceKind::AgentHeavy => "agent-heavy",
+            TraceKind::RlMixed => "rl-mixed",
         })
     }
 }
@@ -68,13 +120,20 @@ impl FromStr for TraceKind {
         match s {
             "agent" => Ok(TraceKind::Agent),
             "rl" => Ok(TraceKind::Rl),
-            _ => Err(format!("unknown trace kind {s:?}: expected agent or rl")),
+            "agent-heavy" => Ok(TraceKind::AgentHeavy),
+            "rl-mixed" => Ok(TraceKind::RlMixed),
+            _ => Err(format!(
+                "unknown trace kind {s:?}: expected agent, rl, agent-heavy or rl-mixed"
+            )),
         }
     }
 }
 
 /// The profile generated jobs run on: one whole GPU.
 pub const PROFILE: &str = "gpu-1";
+
+/// The quarter-GPU verifier profile of `rl-mixed`.
+pub const QUARTER: &str = "gpu-quarter";
 
 const HEADER: &str = "caller,seq,think_s,duration_s,profile,gpus\n";
 
@@ -91,12 +150,180 @@ pub fn generate<W: Write>(
     match kind {
         TraceKind::Agent => agent(callers, jobs, seed, &mut out)?,
         TraceKind::Rl => rl(callers, jobs, seed, &mut out)?,
+        TraceKind::AgentHeavy => agent_heavy(callers, jobs, seed, &mut out)?,
+        TraceKind::RlMixed => rl_mixed(callers, jobs, seed, &mut out)?,
     }
     out.flush()
 }
 
 fn row<W: Write>(out: &mut W, caller: &str, seq: u64, think: f64, dur: f64) -> io::Result<()> {
     writeln!(out, "{caller},{seq},{think:.3},{dur:.3},{PROFILE},1")
+}
+
+/// What a seed draws for an `agent-heavy` member.
+#[derive(Debug, Clone, Copy)]
+struct AgentShape {
+    pause_median: f64,
+    pause_sigma: f64,
+    tool_median: f64,
+}
+
+impl AgentShape {
+    fn of(seed: u64) -> AgentShape {
+        let mut r = stream(seed, &[10]);
+        AgentShape {
+            pause_median: r.uniform(1.0, 3.0),
+            pause_sigma: r.uniform(1.2, 1.7),
+            tool_median: r.uniform(1.0, 4.0),
+        }
+    }
+}
+
+/// What a seed draws for an `rl-mixed` member.
+#[derive(Debug, Clone, Copy)]
+struct RlShape {
+    /// Jobs a step.
+    step: u64,
+    /// Every this many jobs, one verifier.
+    verify_every: u64,
+    /// The synchronous pause between steps, s.
+    pause: f64,
+    rollout_median: f64,
+}
+
+impl RlShape {
+    fn of(seed: u64) -> RlShape {
+        let mut r = stream(seed, &[11]);
+        RlShape {
+            step: 8 + r.next_u64() % 17,
+            verify_every: 2 + r.next_u64() % 3,
+            pause: r.uniform(45.0, 120.0),
+            rollout_median: r.uniform(1.0, 3.0),
+        }
+    }
+}
+
+fn agent_heavy<W: Write>(callers: u32, jobs: u64, seed: u64, out: &mut W) -> io::Result<()> {
+    let shape = AgentShape::of(seed);
+    let weights: Vec<f64> = (0..callers)
+        .map(|c| stream(seed, &[12, u64::from(c)]).lognormal(1.0, 0.5))
+        .collect();
+    let floor = u64::from(jobs >= u64::from(callers));
+    let spare = jobs - floor * u64::from(callers);
+    let counts: Vec<u64> = apportion(spare, &weights)
+        .into_iter()
+        .map(|n| n + floor)
+        .collect();
+    for (c, &n) in counts.iter().enumerate() {
+        let mut rng = stream(seed, &[13, c as u64]);
+        let name = format!("agent-{c}");
+        let scale = rng.lognormal(1.0, 0.3);
+        for seq in 0..n {
+            let think = if seq == 0 {
+                rng.uniform(0.0, 10.0)
+            } else {
+                (scale * rng.lognormal(shape.pause_median, shape.pause_sigma)).min(900.0)
+            };
+            let dur = rng.lognormal(shape.tool_median, 0.6).min(300.0);
+            row(out, &name, seq, think, dur)?;
+        }
+    }
+    Ok(())
+}
+
+/// Think, duration and whether it is a verifier, of job `j` of `worker` in
+/// `step` of an `rl-mixed` trace, before barriers.
+fn rl_mixed_step(
+    seed: u64,
+    shape: RlShape,
+    worker: u64,
+    step: u64,
+    jobs: u64,
+) -> impl Iterator<Item = (f64, f64, bool)> {
+    let mut rng = stream(seed, &[14, worker, step]);
+    (0..jobs).map(move |j| {
+        let think = if j == 0 {
+            rng.uniform(0.0, 0.5)
+        } else {
+            rng.lognormal(0.05, 0.5)
+        };
+        let verifier = j % shape.verify_every == shape.verify_every - 1;
+        let dur = if verifier {
+            rng.lognormal(0.3, 0.4)
+        } else {
+            rng.lognormal(shape.rollout_median, 0.4)
+        };
+        (think, dur, verifier)
+    })
+}
+
+fn rl_mixed<W: Write>(workers: u32, jobs: u64, seed: u64, out: &mut W) -> io::Result<()> {
+    if workers == 0 {
+        return Ok(());
+    }
+    let shape = RlShape::of(seed);
+    let w = u64::from(workers);
+    let per = |worker: u64| jobs / w + u64::from(worker < jobs % w);
+    let steps = per(0).div_ceil(shape.step);
+    let in_step = |worker: u64, step: u64| {
+        per(worker)
+            .saturating_sub(step * shape.step)
+            .min(shape.step)
+    };
+    let mut barrier = Vec::with_capacity(steps as usize + 1);
+    barrier.push(0.0f64);
+    for step in 0..steps {
+        let start = barrier[step as usize];
+        let mut slowest = start;
+        for worker in 0..w {
+            let mut t = start;
+            let n = in_step(worker, step);
+            for (i, (think, dur, _)) in rl_mixed_step(seed, shape, worker, step, n).enumerate() {
+                if i > 0 || step == 0 {
+                    t += think;
+                }
+                t += dur;
+            }
+            slowest = slowest.max(t);
+        }
+        let pause = stream(seed, &[15, step]).lognormal(shape.pause, 0.03);
+        barrier.push(slowest + pause);
+    }
+    for worker in 0..w {
+        let name = format!("worker-{worker}");
+        let mut seq = 0;
+        let mut end = 0.0f64;
+        for step in 0..steps {
+            let mut t = barrier[step as usize];
+            let n = in_step(worker, step);
+            for (i, (think, dur, verifier)) in
+                rl_mixed_step(seed, shape, worker, step, n).enumerate()
+            {
+                let think = match (i, step) {
+                    (0, 0) => think,
+                    (0, _) => t - end,
+                    _ => think,
+                };
+                if i > 0 || step == 0 {
+                    t += think;
+                }
+                t += dur;
+                end = t;
+                let (profile, gpus) = if verifier {
+                    (QUARTER, "0.25")
+                } else {
+                    (PROFILE, "1")
+                };
+                writeln!(
+                    out,
+                    "{name},{seq},{:.3},{dur:.3},{profile},{gpus}",
+                    think.max(0.0)
+                )?;
+                seq += 1;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Splits `total` into parts proportional to `weights` (largest remainder).
@@ -251,7 +478,7 @@ mod tests {
 
     #[test]
     fn traces_have_the_asked_jobs_and_are_reproducible() {
-        for kind in [TraceKind::Agent, TraceKind::Rl] {
+        for kind in TraceKind::all() {
             let a = lines(kind, 7, 503, 42);
             assert_eq!(a[0], HEADER.trim_end());
             assert_eq!(a.len(), 504);
@@ -272,6 +499,50 @@ mod tests {
             } else {
                 assert!(think < 5.0, "{r}");
             }
+        }
+    }
+
+    #[test]
+    fn rl_mixed_workers_alternate_profiles_and_pause_between_steps() {
+        for seed in 1..5 {
+            let shape = RlShape::of(seed);
+            assert!((8..=24).contains(&shape.step) && (45.0..120.0).contains(&shape.pause));
+            let rows = lines(TraceKind::RlMixed, 3, 3 * 6 * shape.step, seed);
+            for r in &rows[1..] {
+                let f: Vec<&str> = r.split(',').collect();
+                let (seq, think): (u64, f64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+                let verifier = seq % shape.step % shape.verify_every == shape.verify_every - 1;
+                assert_eq!(
+                    (f[4], f[5]),
+                    if verifier {
+                        (QUARTER, "0.25")
+                    } else {
+                        (PROFILE, "1")
+                    },
+                    "{r}"
+                );
+                if seq > 0 && seq % shape.step == 0 {
+                    assert!(think > 0.85 * shape.pause, "{r}");
+                } else {
+                    assert!(think < 5.0, "{r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn agent_heavy_pauses_have_a_tail_of_minutes() {
+        for seed in 1..4 {
+            let rows = lines(TraceKind::AgentHeavy, 50, 20_000, seed);
+            let thinks: Vec<f64> = rows[1..]
+                .iter()
+                .map(|r| r.split(',').collect::<Vec<_>>())
+                .filter(|f| f[1] != "0")
+                .map(|f| f[2].parse().unwrap())
+                .collect();
+            let minutes = thinks.iter().filter(|&&t| t > 60.0).count() as f64;
+            let share = minutes / thinks.len() as f64;
+            assert!((0.002..0.1).contains(&share), "seed {seed}: {share}");
         }
     }
 

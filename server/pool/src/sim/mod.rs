@@ -10,7 +10,11 @@
 //! started for it at once (its cold start already elapsed); released pods are
 //! gone at once. A job that waited for a pod to start counts as cold, even if
 //! the pod that came up first was a standby refill. A job's start latency runs from its submission to its start,
-//! queueing included.
+//! queueing included. A standby pod bound to a caller ahead of its burst
+//! (`Prewarm`) is warm once its binding is done, `promote` after the
+//! decision; a job that comes sooner waits for it. A caller whose rows use
+//! several profiles is one loop: each pool it used hears (`LoopBusy`) when it
+//! starts or stops running jobs in another.
 //!
 //! Pools are provisioned before the trace begins: whatever a policy starts at
 //! its first tick (standby pods, the fixed pool) is ready at time 0. GPU-hours
@@ -78,7 +82,7 @@ pub struct SimParams {
     /// `standby.max`.
     pub pool: Config,
     /// GPUs per pool. Default: enough that capacity never binds (1.25 x the
-    /// pool's callers x its largest pod, plus one).
+    /// pool's callers x its largest pod and a standby share, plus one).
     pub gpus: Option<u32>,
     /// Pod limit per pool. Default: none.
     pub max_pods: Option<u32>,
@@ -118,8 +122,11 @@ impl SimParams {
         let per = c.shares_per_gpu.max(1);
         c.pod_shares = info.max_shares;
         c.start_estimate = self.cold_start;
+        // Each caller's pod and a standby pod beside it.
+        let standby = c.standby.shares.0.min(info.max_shares.0);
         c.gpus = self.gpus.unwrap_or_else(|| {
-            let gpus = f64::from(info.callers) * f64::from(info.max_shares.0) / f64::from(per);
+            let shares = f64::from(info.max_shares.0) + f64::from(standby);
+            let gpus = f64::from(info.callers) * shares / f64::from(per);
             (gpus * 1.25).ceil() as u32 + 1
         });
         c.max_pods = self.max_pods.unwrap_or(u32::MAX);
@@ -195,10 +202,15 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
     let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
     let mut summaries = Vec::with_capacity(kinds.len());
     let mut curves = Vec::with_capacity(kinds.len());
+    // The sweep of fixed keep-alives shows on the frontier only; the other
+    // panels keep the comparison set readable.
+    let drawn = Kind::comparison_set();
     for &kind in kinds {
         let (summary, curve) = Run::new(&file, &index, kind, params)?.run()?;
         summaries.push(summary);
-        curves.push(curve);
+        if !matches!(kind, Kind::KeepAlive { .. }) || drawn.contains(&kind) {
+            curves.push(curve);
+        }
     }
     let title = format!(
         "{} ({} jobs, {} callers; cold start {} s, promote {} s, warm {} s)",
@@ -210,8 +222,16 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
         params.promote.as_secs_f64(),
         params.warm.as_secs_f64(),
     );
+    let points: Vec<svg::Point> = summaries
+        .iter()
+        .map(|s| svg::Point {
+            name: s.policy.clone(),
+            gpu_hours: s.gpu_hours_held,
+            p90_s: s.start_p90_s,
+        })
+        .collect();
     Ok(Comparison {
-        svg: svg::chart(&title, &curves),
+        svg: svg::chart(&title, &curves, &points),
         summaries,
     })
 }
@@ -300,10 +320,7 @@ pub fn targets(kind: TraceKind, rows: &[Summary]) -> Vec<Target> {
         warm_standby,
         warm_standby >= 0.95,
     );
-    let want = match kind {
-        TraceKind::Agent => 13.0,
-        TraceKind::Rl => 10.8,
-    };
+    let want = if kind.is_rl() { 10.8 } else { 13.0 };
     check(
         "firepool loop speed-up over fresh",
         &format!(">= {want}x"),
@@ -329,6 +346,104 @@ pub fn targets(kind: TraceKind, rows: &[Summary]) -> Vec<Target> {
     out
 }
 
+/// How many callers a member of a frontier family (`agent-heavy`,
+/// `rl-mixed`) has: drawn from the seed (agent sessions 40-200, RL workers
+/// 8-48), so the family varies them too. Other kinds: their default.
+pub fn family_callers(kind: TraceKind, seed: u64) -> u32 {
+    let r = hearth_core::rng::stream(seed, &[20]).next_u64();
+    match kind {
+        TraceKind::AgentHeavy => 40 + (r % 161) as u32,
+        TraceKind::RlMixed => 8 + (r % 41) as u32,
+        TraceKind::Agent | TraceKind::Rl => kind.default_callers(),
+    }
+}
+
+/// How many jobs a member of a frontier family has: agent sessions of 100
+/// jobs on average (as in the default agent trace), the RL default for RL
+/// workers. Other kinds: their default.
+pub fn family_jobs(kind: TraceKind, callers: u32) -> u64 {
+    match kind {
+        TraceKind::AgentHeavy => u64::from(callers) * 100,
+        _ => kind.default_jobs(),
+    }
+}
+
+/// The fixed keep-alives (seconds) a frontier sweeps.
+pub const FRONTIER_KEEPALIVES: [u64; 11] = [0, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600];
+
+/// The policies of a frontier: always-on, firepool and every fixed
+/// keep-alive of [`FRONTIER_KEEPALIVES`].
+pub fn frontier_set() -> Vec<Kind> {
+    let mut kinds = vec![Kind::AlwaysOn { size: None }, Kind::Firepool];
+    kinds.extend(FRONTIER_KEEPALIVES.iter().map(|&s| Kind::KeepAlive {
+        keep_alive: Duration::from_secs(s),
+    }));
+    kinds
+}
+
+/// The fixed keep-alives among `rows` that dominate firepool: both fewer
+/// GPU-hours and a lower p90 start.
+pub fn dominating(rows: &[Summary]) -> Vec<&Summary> {
+    let Some(fp) = rows.iter().find(|r| r.policy == "firepool") else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter(|r| r.policy.starts_with("keepalive:"))
+        .filter(|r| r.gpu_hours_held < fp.gpu_hours_held && r.start_p90_s < fp.start_p90_s)
+        .collect()
+}
+
+/// Checks firepool against the frontier targets on one trace, given the
+/// summaries of a comparison over [`frontier_set`]: no fixed keep-alive
+/// dominates it, it holds at most 0.55 of always-on's GPU-hours with a p90
+/// start within 1.5x of always-on's, serves at least 95 % of jobs warm or
+/// standby, and reaches at least 95 % of always-on's loop speed-up (the
+/// ceiling on any trace). Empty without firepool and always-on.
+pub fn frontier_targets(rows: &[Summary]) -> Vec<Target> {
+    let find = |p: &str| {
+        rows.iter()
+            .find(|r| r.policy == p || r.policy.starts_with(&format!("{p}:")))
+    };
+    let (Some(fp), Some(on)) = (find("firepool"), find("always-on")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut check = |what: &str, goal: &str, got: f64, met: bool| {
+        out.push(Target {
+            what: what.to_owned(),
+            goal: goal.to_owned(),
+            got,
+            met,
+        });
+    };
+    let n = dominating(rows).len() as f64;
+    check("fixed keep-alives dominating firepool", "= 0", n, n == 0.0);
+    let ratio = fp.gpu_hours_held / on.gpu_hours_held.max(f64::MIN_POSITIVE);
+    check(
+        "firepool GPU-hours / always-on",
+        "<= 0.55",
+        ratio,
+        ratio <= 0.55,
+    );
+    let ratio = fp.start_p90_s / on.start_p90_s.max(1e-3);
+    check(
+        "firepool p90 start / always-on p90",
+        "<= 1.5",
+        ratio,
+        ratio <= 1.5,
+    );
+    let ws = fp.warm_share + fp.standby_share;
+    check("firepool warm or standby", ">= 0.95", ws, ws >= 0.95);
+    let ratio = fp.loop_speedup / on.loop_speedup.max(f64::MIN_POSITIVE);
+    check(
+        "firepool speed-up / always-on speed-up",
+        ">= 0.95",
+        ratio,
+        ratio >= 0.95,
+    );
+    out
+}
+
 // ---- the engine -----------------------------------------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -351,6 +466,9 @@ struct PoolRun {
 struct CallerRun {
     cursor: Option<Cursor>,
     next: Option<Row>,
+    /// Jobs in flight per pool it has used (pool, jobs): a caller across
+    /// profiles is one loop, and each pool hears when it runs elsewhere.
+    in_flight: Vec<(u32, u32)>,
 }
 
 #[derive(Debug)]
@@ -391,6 +509,8 @@ struct Run<'a> {
     callers: Vec<CallerRun>,
     jobs: HashMap<JobId, SimJob>,
     starting: HashSet<(u32, PodId)>,
+    /// Pods bound ahead of a burst, and when their binding is done.
+    binding: HashMap<(u32, PodId), u64>,
     next_job: u64,
     out: Vec<Decision>,
     gone: Vec<PodId>,
@@ -443,6 +563,7 @@ impl<'a> Run<'a> {
             callers: Vec::with_capacity(index.callers.len()),
             jobs: HashMap::new(),
             starting: HashSet::new(),
+            binding: HashMap::new(),
             next_job: 0,
             out: Vec::new(),
             gone: Vec::new(),
@@ -546,12 +667,19 @@ impl<'a> Run<'a> {
                 self.starting.insert((p, pod));
                 self.push(self.now + self.cold_ms, Ev::Ready(p, pod));
             }
-            Decision::Assign { job, source, .. } => {
-                let acquire = match source {
+            Decision::Assign {
+                job, source, pod, ..
+            } => {
+                let mut acquire = match source {
                     Source::Warm => self.warm_ms,
                     Source::Standby => self.promote_ms,
                     Source::Cold => 0,
                 };
+                // A pod bound ahead of the burst is warm once its binding
+                // is done.
+                if let Some(done) = self.binding.remove(&(p, pod)) {
+                    acquire = acquire.max(done.saturating_sub(self.now) + self.warm_ms);
+                }
                 let Some(j) = self.jobs.get_mut(&job) else {
                     return;
                 };
@@ -570,10 +698,48 @@ impl<'a> Run<'a> {
             }
             Decision::Release { pod, .. } => {
                 self.starting.remove(&(p, pod));
+                self.binding.remove(&(p, pod));
                 self.gone.push(pod);
+            }
+            Decision::Prewarm { pod, .. } => {
+                self.binding.insert((p, pod), self.now + self.promote_ms);
             }
             Decision::Promote { .. } | Decision::Reset { .. } | Decision::Budget { .. } => {}
         }
+    }
+
+    /// Caller `c` queued (`up`) or finished a job in pool `p`: tells each
+    /// other pool it has used whether it now runs jobs elsewhere.
+    fn loop_moved(&mut self, c: u32, p: u32, up: bool) -> Result<(), Error> {
+        let flights = &mut self.callers[c as usize].in_flight;
+        let busy = |f: &[(u32, u32)], q: u32| f.iter().any(|&(o, n)| o != q && n > 0);
+        let before: Vec<(u32, bool)> = flights
+            .iter()
+            .map(|&(q, _)| (q, busy(flights, q)))
+            .collect();
+        match flights.iter_mut().find(|f| f.0 == p) {
+            Some(f) if up => f.1 += 1,
+            Some(f) => f.1 = f.1.saturating_sub(1),
+            None if up => flights.push((p, 1)),
+            None => {}
+        }
+        let caller = CallerId(u64::from(c));
+        if up && busy(flights, p) {
+            self.drive(p, Event::LoopBusy { caller, busy: true })?;
+        }
+        let flights = &self.callers[c as usize].in_flight;
+        if flights.len() < 2 {
+            return Ok(());
+        }
+        let changed: Vec<(u32, bool)> = before
+            .into_iter()
+            .filter(|&(q, was)| q != p && busy(flights, q) != was)
+            .map(|(q, was)| (q, !was))
+            .collect();
+        for (q, busy) in changed {
+            self.drive(q, Event::LoopBusy { caller, busy })?;
+        }
+        Ok(())
     }
 
     fn run(mut self) -> Result<(Summary, svg::Curve), Error> {
@@ -584,6 +750,7 @@ impl<'a> Run<'a> {
             self.callers.push(CallerRun {
                 cursor: Some(Cursor::new(span)),
                 next: None,
+                in_flight: Vec::new(),
             });
         }
         for c in 0..self.callers.len() as u32 {
@@ -627,6 +794,7 @@ impl<'a> Run<'a> {
                         ..Request::new(job, CallerId(u64::from(c)), TenantId(0))
                     };
                     self.drive(row.pool as u32, Event::JobQueued(req))?;
+                    self.loop_moved(c, row.pool as u32, true)?;
                 }
                 Ev::Ready(p, pod) => {
                     if self.starting.remove(&(p, pod)) {
@@ -636,6 +804,7 @@ impl<'a> Run<'a> {
                 Ev::End(p, job) => {
                     self.drive(p, Event::JobFinished { job })?;
                     if let Some(j) = self.jobs.remove(&job) {
+                        self.loop_moved(j.caller, p, false)?;
                         self.advance_caller(j.caller)?;
                     }
                 }

@@ -1,5 +1,6 @@
-//! A two-panel SVG chart, written by hand: start-latency CDF per policy
-//! (log-x) and GPUs held over time per policy.
+//! An SVG chart, written by hand: start-latency CDF per policy (log-x), GPUs
+//! held over time per policy, and the frontier: GPU-hours against p90 start
+//! (log-y) for every policy run, fixed keep-alives joined by a line.
 
 use std::fmt::Write;
 
@@ -13,6 +14,14 @@ pub(crate) struct Curve {
     pub(crate) held: Vec<(f64, f64)>,
     /// When the run ended (s).
     pub(crate) end_s: f64,
+}
+
+/// One policy on the frontier panel.
+#[derive(Debug, Clone)]
+pub(crate) struct Point {
+    pub(crate) name: String,
+    pub(crate) gpu_hours: f64,
+    pub(crate) p90_s: f64,
 }
 
 /// The time axis: the longest run, or twice the (lower) median run if
@@ -32,12 +41,12 @@ const COLORS: [&str; 8] = [
     "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
 
-const W: f64 = 1160.0;
+const W: f64 = 1720.0;
 const H: f64 = 440.0;
 const PANEL_W: f64 = 460.0;
 const PANEL_H: f64 = 300.0;
 const TOP: f64 = 60.0;
-const LEFT: [f64; 2] = [80.0, 640.0];
+const LEFT: [f64; 3] = [80.0, 640.0, 1200.0];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -118,8 +127,86 @@ fn polyline(svg: &mut String, points: &[(f64, f64)], color: &str) {
     );
 }
 
-/// Renders the chart.
-pub(crate) fn chart(title: &str, curves: &[Curve]) -> String {
+/// The frontier panel: GPU-hours (x) against p90 start (y, log scale).
+fn frontier(svg: &mut String, points: &[Point]) {
+    let x0 = LEFT[2];
+    axes(
+        svg,
+        x0,
+        "Frontier: GPU-hours against p90 start",
+        "GPU-hours held",
+        "p90 start latency (s, log scale)",
+    );
+    let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let g_max = points
+        .iter()
+        .map(|p| finite(p.gpu_hours))
+        .fold(0.0f64, f64::max)
+        .max(1e-6)
+        * 1.05;
+    let p_max = points
+        .iter()
+        .map(|p| finite(p.p90_s))
+        .fold(1.0f64, f64::max);
+    let (lo, hi) = (-2.0f64, p_max.log10().ceil().max(1.0));
+    let sx = |g: f64| (finite(g) / g_max).mul_add(PANEL_W, x0);
+    let sy = |s: f64| {
+        let l = s.max(0.01).log10().clamp(lo, hi);
+        ((l - lo) / (hi - lo)).mul_add(-PANEL_H, TOP + PANEL_H)
+    };
+    let step = nice_step(g_max);
+    let mut g = 0.0;
+    while g <= g_max {
+        grid(svg, sx(g), TOP, sx(g), TOP + PANEL_H);
+        tick(svg, sx(g), TOP + PANEL_H, &fmt_num(g), true);
+        g += step;
+    }
+    let mut e = lo as i32;
+    while f64::from(e) <= hi {
+        let y = sy(10f64.powi(e));
+        grid(svg, x0, y, x0 + PANEL_W, y);
+        tick(svg, x0, y, &fmt_num(10f64.powi(e)), false);
+        e += 1;
+    }
+    let mut fixed: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.name.starts_with("keepalive:"))
+        .collect();
+    fixed.sort_by(|a, b| a.gpu_hours.total_cmp(&b.gpu_hours));
+    let line: Vec<(f64, f64)> = fixed
+        .iter()
+        .map(|p| (sx(p.gpu_hours), sy(p.p90_s)))
+        .collect();
+    polyline(svg, &line, "#7f7f7f");
+    for p in points {
+        let (x, y) = (sx(p.gpu_hours), sy(p.p90_s));
+        let (color, r, label) = match p.name.as_str() {
+            "firepool" => ("#d62728", 6.0, "firepool".to_owned()),
+            n if n.starts_with("always-on") => ("#1f77b4", 6.0, esc(n)),
+            "fresh" => ("#333", 5.0, "fresh".to_owned()),
+            n => (
+                "#7f7f7f",
+                3.5,
+                esc(n.strip_prefix("keepalive:").unwrap_or(n)),
+            ),
+        };
+        let _ = writeln!(
+            svg,
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" fill="{color}">{label}</text>"#,
+            tx = x + r + 2.0,
+            ty = y - r,
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r##"<text x="{x}" y="{y}" font-size="11" fill="#7f7f7f">grey: fixed keep-alives (s)</text>"##,
+        x = x0 + 8.0,
+        y = TOP + 16.0,
+    );
+}
+
+/// Renders the chart; the frontier panel shows `points`.
+pub(crate) fn chart(title: &str, curves: &[Curve], points: &[Point]) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -213,6 +300,8 @@ pub(crate) fn chart(title: &str, curves: &[Curve]) -> String {
         polyline(&mut svg, &pts, COLORS[i % COLORS.len()]);
     }
 
+    frontier(&mut svg, points);
+
     // Legend.
     for (i, c) in curves.iter().enumerate() {
         let x = (i as f64).mul_add(180.0, LEFT[0]);
@@ -255,11 +344,31 @@ mod tests {
                 end_s: 1.0,
             },
         ];
-        let svg = chart("t", &curves);
+        let points = vec![
+            Point {
+                name: "keepalive:5".to_owned(),
+                gpu_hours: 2.0,
+                p90_s: 1.0,
+            },
+            Point {
+                name: "keepalive:60".to_owned(),
+                gpu_hours: 4.0,
+                p90_s: 0.1,
+            },
+            Point {
+                name: "firepool".to_owned(),
+                gpu_hours: 1.5,
+                p90_s: 0.1,
+            },
+        ];
+        let svg = chart("t", &curves, &points);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        // Every policy on the frontier, the fixed keep-alives joined.
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains(">firepool<") && svg.contains(">60<"));
         // The axis stops at twice the median run; fresh's legend says so.
         assert!(svg.contains(">fresh (to 30 s)<") && svg.contains(">a&lt;b<"));
-        assert_eq!(svg.matches("<polyline").count(), 4);
+        assert_eq!(svg.matches("<polyline").count(), 5);
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
     }
 }

@@ -291,3 +291,57 @@ fn generated_traces_simulate_end_to_end() {
         assert_close!(fresh.loop_speedup, 1.0);
     }
 }
+
+/// Firepool against every fixed keep-alive and always-on, on seeded members
+/// of both trace families of the frontier benchmark (smaller, so the test
+/// stays quick): the frontier targets all hold. Deterministic: nothing here
+/// is timed.
+#[test]
+fn firepool_meets_the_frontier_targets_on_both_families() {
+    let members = [
+        (TraceKind::AgentHeavy, 1, 60, 6_000),
+        (TraceKind::AgentHeavy, 2, 90, 9_000),
+        (TraceKind::RlMixed, 1, 16, 6_400),
+        (TraceKind::RlMixed, 3, 24, 9_600),
+    ];
+    for (kind, seed, callers, jobs) in members {
+        let mut buf = Vec::new();
+        generate(kind, callers, jobs, seed, &mut buf).unwrap();
+        let t = TempTrace::new(
+            &format!("frontier-{kind}-{seed}"),
+            std::str::from_utf8(&buf).unwrap(),
+        );
+        let c = compare(&t.0, &frontier_set(), &SimParams::default()).unwrap();
+        let targets = frontier_targets(&c.summaries);
+        assert_eq!(targets.len(), 5);
+        let missed: Vec<&Target> = targets.iter().filter(|t| !t.met).collect();
+        assert!(
+            missed.is_empty(),
+            "{} seed {seed}: {missed:?}\n{}",
+            kind.describe(seed),
+            Summary::table(&c.summaries)
+        );
+        // The frontier panel shows every policy run.
+        assert_eq!(c.svg.matches("<circle").count(), frontier_set().len());
+    }
+}
+
+#[test]
+fn a_caller_across_profiles_is_one_loop_in_the_simulator() {
+    // a alternates a whole-GPU and a quarter-GPU profile with 0.1 s thinks:
+    // its pauses are short as a loop, long in each pool on its own.
+    let mut text = String::from("caller,seq,think_s,duration_s,profile,gpus\n");
+    for seq in 0..40 {
+        let (profile, gpus, dur) = if seq % 2 == 0 {
+            ("gpu-1", "1", 3.0)
+        } else {
+            ("gpu-quarter", "0.25", 3.0)
+        };
+        text.push_str(&format!("a,{seq},0.1,{dur},{profile},{gpus}\n"));
+    }
+    let t = TempTrace::new("one-loop", &text);
+    let s = simulate(&t.0, Kind::Firepool, &SimParams::default()).unwrap();
+    // After each pool's first job, every job finds its warm pod: the pod
+    // here is held while the loop runs in the other pool.
+    assert_close!(s.warm_share, 38.0 / 40.0);
+}

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="GpuShares")
+
+
+@_attrs_define
+class GpuShares:
+    """Shares of GPU by what holds them.
+
+    Attributes:
+        active (int):
+        draining (int):
+        standby (int):
+        warm (int):
+    """
+
+    active: int
+    draining: int
+    standby: int
+    warm: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        active = self.active
+
+        draining = self.draining
+
+        standby = self.standby
+
+        warm = self.warm
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "active": active,
+                "draining": draining,
+                "standby": standby,
+                "warm": warm,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        active = d.pop("active")
+
+        draining = d.pop("draining")
+
+        standby = d.pop("standby")
+
+        warm = d.pop("warm")
+
+        gpu_shares = cls(
+            active=active,
+            draining=draining,
+            standby=standby,
+            warm=warm,
+        )
+
+        gpu_shares.additional_properties = d
+        return gpu_shares
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,58 @@
+//! The frontier benchmark: on each member of the `agent-heavy` and
+//! `rl-mixed` trace families (pause tails, profile mixes, step sizes,
+//! pauses and caller counts drawn from the seed), every fixed keep-alive,
+//! always-on and firepool, cold start 30 s, promotion 1 s, warm 0.1 s. Prints
+//! each member's table and firepool's frontier targets (dominated by no
+//! fixed keep-alive, <= 0.55 of always-on's GPU-hours, p90 start within
+//! 1.5x of always-on's, >= 95 % warm or standby, >= 95 % of always-on's loop
+//! speed-up), and writes the charts next to the traces.
+//!
+//! `cargo bench -p hearth-pool --bench frontier`
+//! Environment: `HEARTH_SEEDS` (comma-separated, default 1,2,3,4),
+//! `HEARTH_OUT` (where traces and charts go, default the temp directory).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use hearth_pool::sim::{self, SimParams, Summary, TraceKind};
+
+fn main() {
+    let seeds: Vec<u64> = std::env::var("HEARTH_SEEDS")
+        .unwrap_or_else(|_| "1,2,3,4".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let out = std::env::var_os("HEARTH_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
+    let params = SimParams::default();
+    let mut missed = 0;
+    for kind in [TraceKind::AgentHeavy, TraceKind::RlMixed] {
+        for &seed in &seeds {
+            let callers = sim::family_callers(kind, seed);
+            let jobs = sim::family_jobs(kind, callers);
+            let path = out.join(format!("hearth-{kind}-{seed}.csv"));
+            let file = BufWriter::new(File::create(&path).expect("create trace"));
+            sim::generate(kind, callers, jobs, seed, file).expect("write trace");
+            let c = sim::compare(&path, &sim::frontier_set(), &params).expect("compare");
+            let svg = path.with_extension("svg");
+            std::fs::write(&svg, &c.svg).expect("write chart");
+            println!(
+                "\n== {} ({callers} callers, {jobs} jobs, seed {seed}; chart: {})",
+                kind.describe(seed),
+                svg.display()
+            );
+            print!("{}", Summary::table(&c.summaries));
+            for t in sim::frontier_targets(&c.summaries) {
+                missed += usize::from(!t.met);
+                println!(
+                    "  [{}] {:<40} {:>8} got {:.3}",
+                    if t.met { "met" } else { "MISSED" },
+                    t.what,
+                    t.goal,
+                    t.got
+                );
+            }
+        }
+    }
+    println!("\n{missed} frontier checks missed");
+}
