@@ -4,7 +4,7 @@ A few schema-valid requests are refused for reasons no static document can
 state: they name something the service or the tenant does not have (a
 profile, a bundle, a policy's route), or break a rule between two fields
 (a budget's floor above its ceiling), or a control policy that does not
-compile, or a job's `input` holds a NUL (its schema says so only in
+compile, or a key expiring at a time already past, or a job's `input` holds a NUL (its schema says so only in
 words, see hearth-core's `openapi::input`). tests/schemathesis.toml lets those operations answer 422 to valid
 data; this check makes sure every such 422 gives one of those reasons and
 nothing else, so a validator stricter than the document still fails the run.
@@ -36,6 +36,9 @@ STATE_DEPENDENT = {
         {"route": "unknown route", "state": "registers"},
     ),
     "POST /v1/control/policies": ({"invalid_policy"}, {}),
+    # A key's expiry must be in the future: a time the document cannot pin.
+    "POST /v1/keys": (set(), {"expires_at": "must be in the future"}),
+    "POST /v1/admin/tenants/{tenant_id}/keys": (set(), {"expires_at": "must be in the future"}),
 }
 
 # `[3].route` -> `route`: a field of one event in a batch.

@@ -804,7 +804,7 @@ export interface components {
              * @default []
              */
             regs: number[];
-            when?: components["schemas"]["ControlCondition"];
+            when?: components["schemas"]["ControlCondition"] | null;
         };
         /** @description A constant */
         ControlImmOperand: {
@@ -825,7 +825,7 @@ export interface components {
         };
         /** @description A control policy: a deterministic transition over a session of u32 registers, run per event as a chain of at most `max_steps` steps of straight-line route bodies. Semantics of each op: README, "Control policy language". */
         ControlPolicy: {
-            decision?: components["schemas"]["ControlDecision"];
+            decision?: components["schemas"]["ControlDecision"] | null;
             /**
              * @description When an event is answered. `commit` (default): only once the session state it produced is committed to Postgres (commits grouped per batch launch); a crash loses no answered event. `snapshot`: as soon as it ran; state is written every `HEARTH_CONTROL_SNAPSHOT_S` seconds and at shutdown, so a crash loses the answered events of up to the last snapshot interval. Not part of the route ids.
              * @default commit
@@ -897,7 +897,7 @@ export interface components {
             op: "set_route";
             /** @description A route of this policy, by name */
             route: string;
-            when?: components["schemas"]["ControlCondition"];
+            when?: components["schemas"]["ControlCondition"] | null;
         };
         /**
          * @description Live accounting of a window of this tenant's event log (shares over all

@@ -133,6 +133,8 @@ async fn keys_expire_and_bad_requests_change_nothing() {
         (json!({"name": "x".repeat(65)}), "validation_failed"),
         (json!({"expires_at": "tomorrow"}), "validation_failed"),
         (json!({"scopes": ["all"]}), "validation_failed"),
+        (json!([null, null]), "validation_failed"),
+        (json!([]), "validation_failed"),
     ] {
         let (status, err) = app.post(&acme.key, "/v1/keys", &body).await;
         assert!((400..500).contains(&status), "{body}: {status} {err}");

@@ -24,15 +24,17 @@ class ControlEmitInstruction:
             code (int): Effect code
             op (ControlEmitInstructionOp):
             regs (list[int] | Unset): Registers whose values the effect reports
-            when (ControlCondition | Unset): `cmp(a, b)`, unsigned
+            when (ControlCondition | None | Unset):
     """
 
     code: int
     op: ControlEmitInstructionOp
     regs: list[int] | Unset = UNSET
-    when: ControlCondition | Unset = UNSET
+    when: ControlCondition | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.control_condition import ControlCondition  # noqa: PLC0415
+
         code = self.code
 
         op = self.op.value
@@ -41,9 +43,13 @@ class ControlEmitInstruction:
         if not isinstance(self.regs, Unset):
             regs = self.regs
 
-        when: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.when, Unset):
+        when: dict[str, Any] | None | Unset
+        if isinstance(self.when, Unset):
+            when = UNSET
+        elif isinstance(self.when, ControlCondition):
             when = self.when.to_dict()
+        else:
+            when = self.when
 
         field_dict: dict[str, Any] = {}
 
@@ -71,12 +77,22 @@ class ControlEmitInstruction:
 
         regs = cast(list[int], d.pop("regs", UNSET))
 
-        _when = d.pop("when", UNSET)
-        when: ControlCondition | Unset
-        if isinstance(_when, Unset):
-            when = UNSET
-        else:
-            when = ControlCondition.from_dict(_when)
+        def _parse_when(data: object) -> ControlCondition | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                when_type_0 = ControlCondition.from_dict(data)
+
+                return when_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ControlCondition | None | Unset, data)
+
+        when = _parse_when(d.pop("when", UNSET))
 
         control_emit_instruction = cls(
             code=code,

@@ -27,8 +27,7 @@ class ControlPolicy:
             registers (int): u32 registers of the session state
             routes (list[ControlRoute]): Routes, names unique; a new session starts on the first
             version (int): Version; a new version is a new immutable policy with new route ids
-            decision (ControlBatchDecision | ControlPerEventDecision | Unset): When a chain continues after a step that
-                emitted no effect and is below `max_steps`; absent: always
+            decision (ControlBatchDecision | ControlPerEventDecision | None | Unset):
             durability (ControlPolicyDurability | Unset): When an event is answered. `commit` (default): only once the
                 session state it produced is committed to Postgres (commits grouped per batch launch); a crash loses no answered
                 event. `snapshot`: as soon as it ran; state is written every `HEARTH_CONTROL_SNAPSHOT_S` seconds and at
@@ -43,13 +42,14 @@ class ControlPolicy:
     registers: int
     routes: list[ControlRoute]
     version: int
-    decision: ControlBatchDecision | ControlPerEventDecision | Unset = UNSET
+    decision: ControlBatchDecision | ControlPerEventDecision | None | Unset = UNSET
     durability: ControlPolicyDurability | Unset = ControlPolicyDurability.COMMIT
     init: list[int] | Unset = UNSET
     inputs: int | Unset = 0
     max_steps: int | Unset = 1
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.control_batch_decision import ControlBatchDecision  # noqa: PLC0415
         from ..models.control_per_event_decision import ControlPerEventDecision  # noqa: PLC0415
 
         name = self.name
@@ -63,13 +63,15 @@ class ControlPolicy:
 
         version = self.version
 
-        decision: dict[str, Any] | Unset
+        decision: dict[str, Any] | None | Unset
         if isinstance(self.decision, Unset):
             decision = UNSET
         elif isinstance(self.decision, ControlPerEventDecision):
             decision = self.decision.to_dict()
-        else:
+        elif isinstance(self.decision, ControlBatchDecision):
             decision = self.decision.to_dict()
+        else:
+            decision = self.decision
 
         durability: str | Unset = UNSET
         if not isinstance(self.durability, Unset):
@@ -126,7 +128,9 @@ class ControlPolicy:
 
         version = d.pop("version")
 
-        def _parse_decision(data: object) -> ControlBatchDecision | ControlPerEventDecision | Unset:
+        def _parse_decision(data: object) -> ControlBatchDecision | ControlPerEventDecision | None | Unset:
+            if data is None:
+                return data
             if isinstance(data, Unset):
                 return data
             try:
@@ -137,11 +141,15 @@ class ControlPolicy:
                 return componentsschemas_control_decision_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            if not isinstance(data, dict):
-                raise TypeError()
-            componentsschemas_control_decision_type_1 = ControlBatchDecision.from_dict(data)
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                componentsschemas_control_decision_type_1 = ControlBatchDecision.from_dict(data)
 
-            return componentsschemas_control_decision_type_1
+                return componentsschemas_control_decision_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ControlBatchDecision | ControlPerEventDecision | None | Unset, data)
 
         decision = _parse_decision(d.pop("decision", UNSET))
 

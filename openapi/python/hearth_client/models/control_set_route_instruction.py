@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -23,21 +23,27 @@ class ControlSetRouteInstruction:
         Attributes:
             op (ControlSetRouteInstructionOp):
             route (str): A route of this policy, by name
-            when (ControlCondition | Unset): `cmp(a, b)`, unsigned
+            when (ControlCondition | None | Unset):
     """
 
     op: ControlSetRouteInstructionOp
     route: str
-    when: ControlCondition | Unset = UNSET
+    when: ControlCondition | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.control_condition import ControlCondition  # noqa: PLC0415
+
         op = self.op.value
 
         route = self.route
 
-        when: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.when, Unset):
+        when: dict[str, Any] | None | Unset
+        if isinstance(self.when, Unset):
+            when = UNSET
+        elif isinstance(self.when, ControlCondition):
             when = self.when.to_dict()
+        else:
+            when = self.when
 
         field_dict: dict[str, Any] = {}
 
@@ -61,12 +67,22 @@ class ControlSetRouteInstruction:
 
         route = d.pop("route")
 
-        _when = d.pop("when", UNSET)
-        when: ControlCondition | Unset
-        if isinstance(_when, Unset):
-            when = UNSET
-        else:
-            when = ControlCondition.from_dict(_when)
+        def _parse_when(data: object) -> ControlCondition | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                when_type_0 = ControlCondition.from_dict(data)
+
+                return when_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ControlCondition | None | Unset, data)
+
+        when = _parse_when(d.pop("when", UNSET))
 
         control_set_route_instruction = cls(
             op=op,

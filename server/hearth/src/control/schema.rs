@@ -45,6 +45,13 @@ fn reference(name: &str) -> RefOr<Schema> {
     Ref::from_schema_name(name).into()
 }
 
+/// The schema `name`, or null: the same as leaving the field out.
+fn nullable(name: &str) -> OneOfBuilder {
+    OneOfBuilder::new()
+        .item(reference(name))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+}
+
 fn integer(min: u64, max: u64) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::Integer)
@@ -188,7 +195,7 @@ fn policy() -> Schema {
             )),
     )
     .required("routes")
-    .property("decision", reference(DECISION))
+    .property("decision", nullable(DECISION))
     .property(
         "durability",
         op_tag(vec!["commit".to_owned(), "snapshot".to_owned()])
@@ -289,7 +296,7 @@ fn set_route() -> Schema {
     .required("op")
     .property("route", name("A route of this policy, by name"))
     .required("route")
-    .property("when", reference(CONDITION))
+    .property("when", nullable(CONDITION))
     .build()
     .into()
 }
@@ -312,7 +319,7 @@ fn emit() -> Schema {
             .default(Some(serde_json::json!([])))
             .description(Some("Registers whose values the effect reports")),
     )
-    .property("when", reference(CONDITION))
+    .property("when", nullable(CONDITION))
     .build()
     .into()
 }

@@ -209,7 +209,7 @@ pub struct TenantRequest {
     pub name: String,
 }
 
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
     /// A label for the key (default `default`): 1..=64 characters of
@@ -218,8 +218,29 @@ pub struct CreateKeyRequest {
     pub name: Option<String>,
     /// When the key stops working (RFC 3339, in the future); absent or
     /// null: never.
-    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
+}
+
+/// Only from a JSON object: serde's derive would also take an array of the
+/// fields in order (`[null, null]`), which the document does not allow.
+impl<'de> Deserialize<'de> for CreateKeyRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Fields {
+            name: Option<String>,
+            #[serde(default, with = "time::serde::rfc3339::option")]
+            expires_at: Option<OffsetDateTime>,
+        }
+        let object = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let f = Fields::deserialize(serde_json::Value::Object(object))
+            .map_err(serde::de::Error::custom)?;
+        Ok(CreateKeyRequest {
+            name: f.name,
+            expires_at: f.expires_at,
+        })
+    }
 }
 
 fn check_name(field: &str, name: &str) -> ApiResult<()> {
