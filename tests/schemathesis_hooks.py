@@ -36,13 +36,19 @@ STATE_DEPENDENT = {
         {"route": "unknown route", "state": "registers"},
     ),
     "POST /v1/control/policies": ({"invalid_policy"}, {}),
+    # Each job of a batch as one job (their fields named `jobs[i].job.<field>`).
+    "POST /v1/jobs/batch": (
+        set(),
+        {"profile": "unknown profile", "code.bundle": "no bundle", "input": "may not contain NUL"},
+    ),
     # A key's expiry must be in the future: a time the document cannot pin.
     "POST /v1/keys": (set(), {"expires_at": "must be in the future"}),
     "POST /v1/admin/tenants/{tenant_id}/keys": (set(), {"expires_at": "must be in the future"}),
 }
 
-# `[3].route` -> `route`: a field of one event in a batch.
-ITEM = re.compile(r"^\[\d+\]\.")
+# `[3].route` -> `route`: a field of one event in a batch;
+# `jobs[3].job.profile` -> `profile`: a field of one job of a batch.
+ITEM = re.compile(r"^(jobs)?\[\d+\]\.(job\.)?")
 
 
 @schemathesis.check

@@ -397,6 +397,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submits up to 1,000 jobs at once: all accepted, or none.
+         * @description Every job is validated as `POST /v1/jobs` validates one; if any fails,
+         *     nothing is accepted and the answer lists every failing field as
+         *     `jobs[i].<field>`. Otherwise all are accepted in one transaction. A job
+         *     whose `idempotency_key` was used before with the same job is the earlier
+         *     job (not accepted again); with another job, the whole batch is refused
+         *     (409). With `wait`, answers once every job is final (200) or when the
+         *     wait runs out (202, the jobs as they stand).
+         */
+        post: operations["create_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}": {
         parameters: {
             query?: never;
@@ -661,6 +687,25 @@ export interface components {
             revoked_at?: string | null;
             /** Format: uuid */
             tenant_id: string;
+        };
+        /** @description One job of a batch. */
+        BatchItem: {
+            /**
+             * @description Makes this job's submission idempotent, as the `Idempotency-Key`
+             *     header does for one job: 1..=255 visible ASCII characters. A batch
+             *     sent again accepts none twice.
+             */
+            idempotency_key?: string | null;
+            job: components["schemas"]["CreateJob"];
+        };
+        /** @description Jobs to accept together. */
+        BatchRequest: {
+            /** @description 1..=1000 jobs, accepted all or none. */
+            jobs: components["schemas"]["BatchItem"][];
+        };
+        /** @description The batch's jobs, in the order they were sent. */
+        BatchResponse: {
+            jobs: components["schemas"]["JobResponse"][];
         };
         /** @description What the pool's budget was computed from. */
         BudgetInputsResponse: {
@@ -3500,6 +3545,109 @@ export interface operations {
                 };
             };
             /** @description `validation_failed`, `unknown_profile`, `unknown_bundle` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_jobs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Seconds to wait for the job to finish before answering (longer waits
+                 *     are cut to the service's limit, 300 by default). Finished in time:
+                 *     200; else 202 with the job as it stands.
+                 */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRequest"];
+            };
+        };
+        responses: {
+            /** @description Every job finished within `wait` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResponse"];
+                };
+            };
+            /** @description Accepted; not every job finished yet */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResponse"];
+                };
+            };
+            /** @description `invalid_request`: a path or query parameter, a header or the body could not be parsed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `idempotency_conflict`: an item's key was used with another job */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the configured limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `validation_failed`: every failing field, as `jobs[i].<field>`; nothing was accepted */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -13,9 +13,11 @@ import pytest
 import hearth
 from hearth_client import AuthenticatedClient
 from hearth_client.api.admin import create_tenant
-from hearth_client.api.jobs import cancel_job, create_job, get_job, list_jobs
+from hearth_client.api.jobs import cancel_job, create_job, create_jobs, get_job, list_jobs
 from hearth_client.api.pools import get_pool, list_pools
 from hearth_client.models import (
+    BatchItem,
+    BatchRequest,
     CodeFiles,
     CodeFilesFiles,
     CreateJob,
@@ -62,6 +64,18 @@ def test_run_submits_code_files_and_input_and_returns_the_output(client: Authent
     assert job.stdout == "got 21\n"
     assert job.exit_code == 0
     assert job.kind == Kind.TOOL_CALL
+
+
+def test_a_batch_runs_together_and_each_item_is_idempotent(client: AuthenticatedClient) -> None:
+    items = [
+        BatchItem(job=python_job("sdk-batch", DOUBLE, input_={"x": i}), idempotency_key=f"sdk-step-{i}")
+        for i in range(3)
+    ]
+    done = hearth.ok(create_jobs.sync_detailed(client=client, body=BatchRequest(jobs=items), wait=60))
+    assert [j.output for j in done.jobs] == [{"double": 0}, {"double": 2}, {"double": 4}]
+    assert all(j.state == State.SUCCEEDED for j in done.jobs)
+    again = hearth.ok(create_jobs.sync_detailed(client=client, body=BatchRequest(jobs=items), wait=60))
+    assert [j.id for j in again.jobs] == [j.id for j in done.jobs]
 
 
 def test_list_filters_and_pages_with_a_cursor(client: AuthenticatedClient) -> None:

@@ -56,6 +56,11 @@ pub enum ApiError {
     Conflict(String),
     #[error("Idempotency-Key was already used with a different request")]
     IdempotencyConflict,
+    /// Item `.0` of a batch: its key was used with another job.
+    #[error(
+        "jobs[{0}].idempotency_key was already used with a different job: nothing was accepted"
+    )]
+    BatchIdempotencyConflict(usize),
     #[error("job already finished")]
     JobFinished,
     #[error("request body exceeds the limit")]
@@ -85,7 +90,9 @@ impl ApiError {
             ApiError::NotFound(_) | ApiError::NoRoute(_) => "not_found",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict(_) => "conflict",
-            ApiError::IdempotencyConflict => "idempotency_conflict",
+            ApiError::IdempotencyConflict | ApiError::BatchIdempotencyConflict(_) => {
+                "idempotency_conflict"
+            }
             ApiError::JobFinished => "job_finished",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
@@ -105,9 +112,10 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) | ApiError::NoRoute(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict(_) | ApiError::IdempotencyConflict | ApiError::JobFinished => {
-                StatusCode::CONFLICT
-            }
+            ApiError::Conflict(_)
+            | ApiError::IdempotencyConflict
+            | ApiError::BatchIdempotencyConflict(_)
+            | ApiError::JobFinished => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_)

@@ -1,6 +1,9 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .api_key_response import ApiKeyResponse
+from .batch_item import BatchItem
+from .batch_request import BatchRequest
+from .batch_response import BatchResponse
 from .budget_inputs_response import BudgetInputsResponse
 from .budget_request import BudgetRequest
 from .budget_response import BudgetResponse
@@ -91,6 +94,9 @@ from .usage_response_by_state import UsageResponseByState
 
 __all__ = (
     "ApiKeyResponse",
+    "BatchItem",
+    "BatchRequest",
+    "BatchResponse",
     "BudgetInputsResponse",
     "BudgetRequest",
     "BudgetResponse",

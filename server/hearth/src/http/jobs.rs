@@ -123,7 +123,7 @@ impl From<&JobRow> for JobResponse {
     }
 }
 
-fn is_final(row: &JobRow) -> bool {
+pub(super) fn is_final(row: &JobRow) -> bool {
     row.state.is_terminal()
 }
 
@@ -138,7 +138,7 @@ pub struct WaitParams {
 }
 
 /// Waits until the job is final or `timeout` passes; returns the latest row.
-async fn wait_for(
+pub(super) async fn wait_for(
     state: &AppState,
     tenant_id: Uuid,
     job_id: Uuid,
@@ -196,7 +196,7 @@ fn respond(row: &JobRow) -> (StatusCode, Json<JobResponse>) {
     (code, Json(JobResponse::from(row)))
 }
 
-fn wait_duration(state: &AppState, wait: Option<f64>) -> ApiResult<Duration> {
+pub(super) fn wait_duration(state: &AppState, wait: Option<f64>) -> ApiResult<Duration> {
     match wait {
         None => Ok(Duration::ZERO),
         Some(w) if w.is_finite() && w >= 0.0 => Ok(Duration::from_secs_f64(

@@ -9,6 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::app::AppState;
 
 pub mod admin;
+pub mod batch;
 pub mod bundles;
 mod contract;
 pub mod control;
@@ -74,6 +75,7 @@ impl Modify for BearerAuth {
 pub fn api() -> OpenApiRouter<AppState> {
     let mut api = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(jobs::router())
+        .merge(batch::router())
         .merge(bundles::router())
         .merge(keys::router())
         .merge(usage::router())

@@ -1,0 +1,228 @@
+//! Batch submission: a trainer's step of rollouts in one request. Every job
+//! is validated first; all are accepted in one transaction (one durable
+//! commit for the batch) or none is, with every item's errors named.
+
+use std::collections::{BTreeSet, HashMap};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use hearth_core::validate::{self, CreateJob, FieldError, Invalid};
+use hearth_store::job::{Inserted, NewJob};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::Tenant;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::extract::{Json, Query};
+use crate::http::jobs::{JobResponse, WaitParams, is_final, wait_duration, wait_for};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_jobs))
+}
+
+/// Jobs one batch may hold.
+pub const MAX_BATCH: usize = 1000;
+
+/// One job of a batch.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchItem {
+    pub job: CreateJob,
+    /// Makes this job's submission idempotent, as the `Idempotency-Key`
+    /// header does for one job: 1..=255 visible ASCII characters. A batch
+    /// sent again accepts none twice.
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        pattern = r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$"
+    )]
+    pub idempotency_key: Option<String>,
+}
+
+/// Jobs to accept together.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// 1..=1000 jobs, accepted all or none.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub jobs: Vec<BatchItem>,
+}
+
+/// The batch's jobs, in the order they were sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchResponse {
+    pub jobs: Vec<JobResponse>,
+}
+
+/// Submits up to 1,000 jobs at once: all accepted, or none.
+///
+/// Every job is validated as `POST /v1/jobs` validates one; if any fails,
+/// nothing is accepted and the answer lists every failing field as
+/// `jobs[i].<field>`. Otherwise all are accepted in one transaction. A job
+/// whose `idempotency_key` was used before with the same job is the earlier
+/// job (not accepted again); with another job, the whole batch is refused
+/// (409). With `wait`, answers once every job is final (200) or when the
+/// wait runs out (202, the jobs as they stand).
+#[utoipa::path(post, path = "/v1/jobs/batch", tag = "jobs", operation_id = "create_jobs",
+    params(WaitParams),
+    request_body = BatchRequest,
+    responses(
+        (status = 200, description = "Every job finished within `wait`", body = BatchResponse),
+        (status = 202, description = "Accepted; not every job finished yet", body = BatchResponse),
+        (status = 409, description = "`idempotency_conflict`: an item's key was used with another job", body = ErrorBody),
+        (status = 422, description = "`validation_failed`: every failing field, as `jobs[i].<field>`; nothing was accepted", body = ErrorBody),
+    ))]
+async fn create_jobs(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Query(params): Query<WaitParams>,
+    Json(req): Json<BatchRequest>,
+) -> ApiResult<(StatusCode, Json<BatchResponse>)> {
+    let wait = wait_duration(&state, params.wait)?;
+    let n = req.jobs.len();
+    if n == 0 || n > MAX_BATCH {
+        return Err(ApiError::Validation(vec![FieldError {
+            field: "jobs".to_owned(),
+            message: format!("must hold 1..={MAX_BATCH} jobs, not {n}"),
+        }]));
+    }
+
+    // Everything that can fail is checked before anything is written.
+    let mut errors = Vec::new();
+    let mut accepted = Vec::with_capacity(n);
+    for (i, item) in req.jobs.into_iter().enumerate() {
+        let at = |field: &str| format!("jobs[{i}].{field}");
+        if let Some(key) = &item.idempotency_key
+            && (key.is_empty()
+                || key.len() > 255
+                || !key.bytes().all(|b| (0x20..0x7f).contains(&b)))
+        {
+            errors.push(FieldError {
+                field: at("idempotency_key"),
+                message: "must be 1..=255 visible ASCII characters".to_owned(),
+            });
+        }
+        let hash = item.idempotency_key.as_ref().map(|_| {
+            hearth_core::sha256_hex(
+                &serde_json::to_vec(&item.job).expect("a parsed job serializes"),
+            )
+        });
+        match validate::job(item.job, &state.limits, |name| state.profiles.get(name)) {
+            Ok(spec) => accepted.push((i, spec, item.idempotency_key, hash)),
+            Err(Invalid::UnknownProfile(p)) => errors.push(FieldError {
+                field: at("job.profile"),
+                message: format!("unknown profile `{p}`"),
+            }),
+            Err(Invalid::Fields(fields)) => errors.extend(fields.into_iter().map(|f| FieldError {
+                field: at(&format!("job.{}", f.field)),
+                message: f.message,
+            })),
+        }
+    }
+    let digests: BTreeSet<&String> = accepted
+        .iter()
+        .filter_map(|(_, spec, _, _)| match &spec.code {
+            hearth_core::job::Code::Bundle(digest) => Some(digest),
+            hearth_core::job::Code::Files(_) => None,
+        })
+        .collect();
+    let mut known = HashMap::new();
+    for digest in digests {
+        let exists = hearth_store::bundle::exists(&state.db, tenant.tenant_id, digest).await?;
+        known.insert(digest.clone(), exists);
+    }
+    for (i, spec, _, _) in &accepted {
+        if let hearth_core::job::Code::Bundle(digest) = &spec.code
+            && !known[digest]
+        {
+            errors.push(FieldError {
+                field: format!("jobs[{i}].job.code.bundle"),
+                message: format!(
+                    "the tenant has no bundle {digest}; upload it with POST /v1/bundles"
+                ),
+            });
+        }
+    }
+    if !errors.is_empty() {
+        // In item order (the bundle check came after the others).
+        errors.sort_by_key(|e| item_of(&e.field));
+        return Err(ApiError::Validation(errors));
+    }
+
+    // One transaction, one commit, for the whole batch.
+    let mut tx = state.db.begin().await?;
+    let mut rows = Vec::with_capacity(n);
+    for (i, spec, key, hash) in &accepted {
+        let spec_json = serde_json::to_value(spec).map_err(|e| ApiError::Internal(e.into()))?;
+        let inserted = hearth_store::job::insert(
+            &mut tx,
+            &NewJob {
+                job_id: Uuid::now_v7(),
+                tenant_id: tenant.tenant_id,
+                kind: spec.kind,
+                profile: &spec.profile,
+                caller: &spec.caller,
+                priority: spec.priority,
+                spec: &spec_json,
+                idempotency_key: key.as_deref(),
+                request_hash: hash.as_deref(),
+                traceparent: None,
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            hearth_store::Error::IdempotencyMismatch => ApiError::BatchIdempotencyConflict(*i),
+            e => e.into(),
+        })?;
+        rows.push(inserted);
+    }
+    tx.commit().await?;
+
+    let deadline = Instant::now() + wait;
+    let mut jobs = Vec::with_capacity(n);
+    for inserted in rows {
+        let row = match inserted {
+            Inserted::New(row) => {
+                state.scheduler.submit(&row);
+                state.hub.changed(&row);
+                row
+            }
+            Inserted::Existing(row) => row,
+        };
+        jobs.push(row);
+    }
+    tracing::info!(jobs = n, "batch accepted");
+    // Every job's wait shares the one deadline.
+    for row in &mut jobs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !is_final(row) && !left.is_zero() {
+            *row = wait_for(&state, tenant.tenant_id, row.job_id, left).await?;
+        }
+    }
+    let all_final = jobs.iter().all(is_final);
+    let status = if all_final {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((
+        status,
+        Json(BatchResponse {
+            jobs: jobs.iter().map(JobResponse::from).collect(),
+        }),
+    ))
+}
+
+/// The item a field of `jobs[i]...` belongs to.
+fn item_of(field: &str) -> usize {
+    field
+        .strip_prefix("jobs[")
+        .and_then(|rest| rest.split(']').next())
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(usize::MAX)
+}
