@@ -1927,8 +1927,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/plain": string;
                     "application/openmetrics-text": string;
+                    "text/plain": string;
                 };
             };
             /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
@@ -3406,7 +3406,8 @@ export interface operations {
                 cursor?: string;
                 /**
                  * @description Only jobs whose id starts with these hex digits (dashes ignored), as
-                 *     a console or a log line shows a shortened id.
+                 *     a console or a log line shows a shortened id. More digits than an id
+                 *     has match no job.
                  */
                 id_prefix?: string;
                 /** @description Only jobs accepted at or after this time (RFC 3339). */

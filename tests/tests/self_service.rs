@@ -276,6 +276,13 @@ async fn jobs_are_found_by_id_prefix_and_time_range() {
     let short = &ids[0][..4];
     let found = list(&acme.key, &format!("id_prefix={short}")).await;
     assert!(ids.iter().all(|id| found.contains(id)), "{found:?}");
+    // Dashes alone match every job; more digits than an id has, none.
+    assert_eq!(list(&acme.key, "id_prefix=--").await.len(), 3);
+    assert!(
+        list(&acme.key, &format!("id_prefix={}", "0".repeat(33)))
+            .await
+            .is_empty()
+    );
     // Never another tenant's, whatever the prefix.
     let their_id = theirs["id"].as_str().unwrap();
     assert!(

@@ -365,7 +365,8 @@ pub struct ListParams {
     /// `next_cursor` of the previous page.
     pub cursor: Option<Uuid>,
     /// Only jobs whose id starts with these hex digits (dashes ignored), as
-    /// a console or a log line shows a shortened id.
+    /// a console or a log line shows a shortened id. More digits than an id
+    /// has match no job.
     #[param(pattern = r"^[0-9a-fA-F-]{1,36}$")]
     pub id_prefix: Option<String>,
     /// Only jobs accepted at or after this time (RFC 3339).
@@ -425,13 +426,36 @@ async fn list_jobs(
     if !(1..=200).contains(&limit) {
         return Err(ApiError::InvalidRequest("`limit` must be 1..=200".into()));
     }
-    let ids = match &p.id_prefix {
-        Some(prefix) => Some(id_range(prefix).ok_or_else(|| {
-            ApiError::InvalidRequest(
-                "`id_prefix` must be 1..=32 hex digits (dashes allowed)".into(),
-            )
-        })?),
-        None => None,
+    // As the document bounds it: 1..=36 hex digits and dashes. Dashes only:
+    // every id starts so. More digits than an id has: none does.
+    if p.id_prefix
+        .as_ref()
+        .is_some_and(|v| v.is_empty() || v.len() > 36)
+    {
+        return Err(ApiError::InvalidRequest(
+            "`id_prefix` must be 1..=36 hex digits and dashes".into(),
+        ));
+    }
+    let digits = p
+        .id_prefix
+        .as_deref()
+        .map(|prefix| prefix.chars().filter(|c| *c != '-').collect::<String>());
+    let ids = match digits.as_deref() {
+        None | Some("") => None,
+        Some(hex) if !hex.chars().all(|c| c.is_ascii_hexdigit()) => {
+            return Err(ApiError::InvalidRequest(
+                "`id_prefix` holds hex digits and dashes only".into(),
+            ));
+        }
+        Some(hex) => match id_range(hex) {
+            Some(range) => Some(range),
+            None => {
+                return Ok(Json(ListJobsResponse {
+                    jobs: Vec::new(),
+                    next_cursor: None,
+                }));
+            }
+        },
     };
     let rows = hearth_store::job::list(
         &state.db,

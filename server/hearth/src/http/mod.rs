@@ -90,9 +90,11 @@ pub fn api() -> OpenApiRouter<AppState> {
     api
 }
 
-/// The OpenAPI document, as `hearth openapi` prints it.
+/// The OpenAPI document, as `hearth openapi` prints it: every object's keys
+/// sorted, so that the same document is the same bytes on every run (schema
+/// extensions are a hash map, whose order varies from run to run).
 pub fn openapi_json() -> String {
     let (_, doc) = api().split_for_parts();
-    doc.to_pretty_json()
-        .expect("the OpenAPI document serializes")
+    let sorted = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
+    serde_json::to_string_pretty(&sorted).expect("a JSON value serializes")
 }
