@@ -1015,3 +1015,62 @@ async fn bench_control_stats_do_not_delay_another_tenant() {
         ms.last().copied().unwrap_or(0.0)
     );
 }
+
+/// A hard instance answers bounds, never a 500: with the exact search capped
+/// at a handful of steps, events whose deadlines cross their release order
+/// leave P* bounded, and the bounds and the other shares stay in order.
+#[tokio::test]
+async fn stats_past_the_exact_search_cap_answer_bounds_that_hold() {
+    let mut config = control_config(4);
+    config.control_max_exact_steps = 8;
+    let app = spawn_app_with(config).await;
+    let t = app.create_tenant("ctl-hard").await;
+    let policy = register_example(&app, &t.key).await;
+    // Two groups of K-1 that can each make a batch of K only with the same
+    // long-lived event x: every event is in some K-window (U counts all 7),
+    // but x joins one batch, so no schedule batches more than 4. The capped
+    // search leaves it to the bounds.
+    let plan = [
+        (0, 30),
+        (0, 30),
+        (5, 400),
+        (20, 20),
+        (100, 400),
+        (100, 400),
+        (100, 400),
+    ];
+    let sends = plan.iter().enumerate().map(|(i, &(at_ms, deadline_ms))| {
+        let (app, key, policy) = (&app, &t.key, &policy);
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(at_ms)).await;
+            let body = json!({"policy": policy, "session": format!("h{i}"), "route": "classify",
+                              "input": [i, 0], "deadline_ms": deadline_ms});
+            events(app, key, &body).await.len()
+        }
+    });
+    assert!(
+        futures::future::join_all(sends)
+            .await
+            .iter()
+            .all(|n| *n == 1)
+    );
+    let (status, st) = app.get(&t.key, "/v1/control/stats?window_s=60").await;
+    assert_eq!(status, 200, "{st}");
+    assert_eq!(st["events"], 7, "{st}");
+    let b = &st["p_star_bounds"];
+    assert_eq!(b["max_exact_steps"], 8, "{st}");
+    let (lower, upper) = (b["lower"].as_f64().unwrap(), b["upper"].as_f64().unwrap());
+    let (a, u) = (st["a"].as_f64().unwrap(), st["u"].as_f64().unwrap());
+    assert!(lower <= upper && upper <= u + 1e-12, "{st}");
+    assert!(a <= upper + 1e-12, "{st}");
+    assert!(!b["method"].as_str().unwrap().is_empty(), "{st}");
+    if st["exact"] == false {
+        // Not exact: what depends on P* is not guessed.
+        assert!(b["bounded_components"].as_u64().unwrap() >= 1, "{st}");
+        assert!(st["r_a"].is_null(), "{st}");
+    } else {
+        // The sweep reached U on every capped component: the bounds meet.
+        assert_eq!(lower, upper, "{st}");
+    }
+    println!("{}", b["method"]);
+}

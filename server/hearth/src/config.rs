@@ -268,6 +268,12 @@ pub struct Config {
     #[arg(long, env = "HEARTH_CONTROL_RECORDS", default_value_t = 1_000_000)]
     pub control_records: usize,
 
+    /// Control endpoint: the cap on the exact P* search of one
+    /// `/v1/control/stats`, in steps (about 0.1–0.2 s at the default); past
+    /// it the answer gives bounds (`exact: false`).
+    #[arg(long, env = "HEARTH_CONTROL_MAX_EXACT_STEPS", default_value_t = hearth_control::accounting::DEFAULT_MAX_EXACT_STEPS)]
+    pub control_max_exact_steps: u64,
+
     /// OpenTelemetry trace export (the standard `OTEL_*` variables); off
     /// without an endpoint. Last: its help heading holds for what follows.
     #[command(flatten)]
@@ -399,6 +405,7 @@ impl Config {
                 verify: self.control_verify,
             },
             records: self.control_records,
+            max_exact_steps: self.control_max_exact_steps,
         };
         Ok((settings, self.control_k))
     }

@@ -40,6 +40,9 @@ pub struct Settings {
     pub driver: DriverConfig,
     /// Records of the event log kept per tenant for the live accounting.
     pub records: usize,
+    /// The cap on the exact P* search of one stats request, in steps
+    /// (`accounting::DEFAULT_MAX_EXACT_STEPS` unless configured).
+    pub max_exact_steps: u64,
 }
 
 /// One event for the engine (validated by the caller).

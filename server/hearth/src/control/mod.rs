@@ -172,6 +172,7 @@ pub struct Control {
     kind: ExecutorKind,
     status: String,
     default_k: Option<u32>,
+    max_exact_steps: u64,
     loaded: Mutex<HashMap<(Uuid, Uuid), Arc<Policy>>>,
     /// One stats computation at a time (see [`Control::stats`]); its thread
     /// holds the permit, so a caller that goes away frees it only when the
@@ -201,6 +202,7 @@ impl Control {
             Some(k) => Some(k),
         };
         let status = executor.status();
+        let max_exact_steps = settings.max_exact_steps;
         std::thread::Builder::new()
             .name("hearth-control".to_owned())
             .spawn(move || Engine::new(settings, executor, epoch).run(&rx))?;
@@ -211,6 +213,7 @@ impl Control {
             kind,
             status,
             default_k,
+            max_exact_steps,
             loaded: Mutex::new(HashMap::new()),
             stats_gate: Arc::new(tokio::sync::Semaphore::new(1)),
             writer: Mutex::new(None),
@@ -495,7 +498,7 @@ impl Control {
     /// requests and the database run first when they want the CPU), one
     /// stats computation at a time for the whole service (so at most one
     /// window's copy is held), with the exact P* search capped at
-    /// `accounting::DEFAULT_MAX_EXACT_STEPS`.
+    /// `Settings::max_exact_steps`.
     ///
     /// # Errors
     /// [`StatsError`].
@@ -515,14 +518,18 @@ impl Control {
         let now_ns = self.now_ns();
         let from_ns = now_ns.saturating_sub(window_ns);
         let log = self.log(tenant).await?;
+        let max_exact_steps = self.max_exact_steps;
         let started = Instant::now();
         let (tx, rx) = oneshot::channel();
         let work = move || {
             lower_priority();
             let records = log.records_since(from_ns);
-            let stats = accounting::stats(&records, delta_ns, |r| {
-                log.k.get(&r).copied().unwrap_or(u32::MAX)
-            });
+            let stats = accounting::stats_bounded(
+                &records,
+                delta_ns,
+                |r| log.k.get(&r).copied().unwrap_or(u32::MAX),
+                max_exact_steps,
+            );
             (
                 Coverage {
                     from_ns,
@@ -767,6 +774,7 @@ mod tests {
         let settings = Settings {
             driver: DriverConfig::default(),
             records: 1000,
+            max_exact_steps: accounting::DEFAULT_MAX_EXACT_STEPS,
         };
         Control::start(settings, Some(4), Box::new(CpuExecutor::new())).unwrap()
     }
@@ -782,6 +790,7 @@ mod tests {
         let settings = Settings {
             driver: DriverConfig::default(),
             records: 1000,
+            max_exact_steps: accounting::DEFAULT_MAX_EXACT_STEPS,
         };
         let c = Control::start(settings, None, Box::new(CpuExecutor::new())).unwrap();
         assert_eq!(c.default_k(), None);
