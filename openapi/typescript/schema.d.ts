@@ -638,6 +638,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in console session.
+         * @description Answers with the session's CSRF token, so a reloaded page can act again
+         *     without asking for the key.
+         */
+        get: operations["get_console_session"];
+        put?: never;
+        /**
+         * Signs in to the web console.
+         * @description Exchanges an API key for a session cookie (`hearth_session`, `HttpOnly`,
+         *     `SameSite=Strict`) that authenticates the tenant's requests in place of
+         *     the key, and a CSRF token for the requests that change something. The
+         *     session lasts `HEARTH_SESSION_TTL_S` seconds (an hour by default), and
+         *     ends sooner on sign-out or when the key is revoked or expires.
+         */
+        post: operations["sign_in"];
+        /**
+         * Signs out of the web console.
+         * @description Ends the session on every replica at once and clears the cookie. Needs
+         *     the session's `X-CSRF-Token`.
+         */
+        delete: operations["sign_out"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -1698,15 +1732,32 @@ export interface components {
             /** @description Reconnection time in milliseconds */
             retry?: number;
         };
-        /** @description A session. */
+        /**
+         * @description A console session: whose it is, when it ends, and the token every
+         *     request that changes something must carry in `X-CSRF-Token`.
+         */
         SessionResponse: {
+            /**
+             * Format: uuid
+             * @description The key the session was opened with: revoking it ends the session.
+             */
+            api_key_id: string;
+            /**
+             * @description Send it as `X-CSRF-Token` with every request that is not a `GET`,
+             *     `HEAD` or `OPTIONS`. Keep it in memory: `GET /v1/session` gives it
+             *     again after a reload.
+             */
+            csrf_token: string;
+            /** Format: date-time */
+            expires_at: string;
             /** Format: uuid */
-            policy_id: string;
-            /** @description The route its next event runs when the event names none. */
-            route: components["schemas"]["RouteRef"];
-            session: string;
-            /** @description u32 registers, `0..=4294967295` each */
-            state: number[];
+            tenant_id: string;
+            tenant_name: string;
+        };
+        /** @description Sign-in: the API key to open a session with. */
+        SignInRequest: {
+            /** @description An API key of the tenant (`hk_...`), unrevoked and unexpired. */
+            api_key: string;
         };
         /**
          * @description Where the pod that served a job came from.
@@ -2697,6 +2748,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `payload_too_large`: the body exceeds the configured limit */
             413: {
                 headers: {
@@ -2768,6 +2828,15 @@ export interface operations {
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3038,6 +3107,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `conflict`: this name and version exist with another body */
             409: {
                 headers: {
@@ -3176,6 +3254,15 @@ export interface operations {
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3518,6 +3605,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `idempotency_conflict` */
             409: {
                 headers: {
@@ -3614,6 +3710,15 @@ export interface operations {
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3782,6 +3887,15 @@ export interface operations {
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4037,6 +4151,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `payload_too_large`: the body exceeds the configured limit */
             413: {
                 headers: {
@@ -4107,6 +4230,15 @@ export interface operations {
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4314,6 +4446,169 @@ export interface operations {
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_console_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session the cookie names */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionResponse"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    sign_in: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignInRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in; the cookie is set */
+            201: {
+                headers: {
+                    /** @description `hearth_session=...; Path=/; Max-Age=...; HttpOnly; SameSite=Strict` */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionResponse"];
+                };
+            };
+            /** @description `invalid_request`: a path or query parameter, a header or the body could not be parsed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unauthorized`: the key is malformed, unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the configured limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `validation_failed`: well-formed JSON that failed validation (`details` lists the fields) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    sign_out: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the cookie is cleared */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: no `X-CSRF-Token`, or not this session's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

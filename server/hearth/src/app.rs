@@ -115,6 +115,9 @@ impl Running {
 /// Connects, migrates, starts the scheduler and serves HTTP on the configured
 /// address (port 0 picks a free one).
 pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<Running> {
+    if let Some(dir) = &config.console_dir {
+        crate::console::check(dir)?;
+    }
     let profiles: BTreeMap<String, Profile> = config
         .load_profiles()?
         .into_iter()
@@ -202,7 +205,12 @@ pub fn router(state: AppState) -> Router {
 
     let max_body = state.config.max_body_bytes;
     let (api, openapi) = crate::http::api().split_for_parts();
+    let console = match &state.config.console_dir {
+        Some(dir) => crate::console::router(dir),
+        None => Router::new(),
+    };
     api.merge(utoipa_swagger_ui::SwaggerUi::new("/docs").url("/openapi.json", openapi))
+        .merge(console)
         // After every route: the 405 fallback is set on the routes present.
         .fallback(crate::error::not_found)
         .method_not_allowed_fallback(crate::error::method_not_allowed)

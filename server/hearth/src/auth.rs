@@ -1,6 +1,8 @@
 //! Authentication: tenants present an API key (`hk_<prefix>_<secret>`, stored
 //! only as a SHA-256 hash) or a JWT from the configured issuer; operators
-//! present the admin token.
+//! present the admin token. The web console signs in with an API key and
+//! then presents a session cookie instead (see [`SESSION_COOKIE`]), with a
+//! CSRF token on every request that changes something.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -163,16 +165,9 @@ impl Authenticator {
         if let Some(tenant_id) = self.cached(prefix, &secret_hash) {
             return Ok(tenant_id);
         }
-        let key = hearth_store::tenant::find_key(db, prefix)
-            .await?
-            .filter(|k| digest_eq(&k.secret_hash, &secret_hash))
-            .ok_or(ApiError::Unauthorized("unknown API key"))?;
-        if key.revoked_at.is_some() {
-            return Err(ApiError::Unauthorized("API key revoked"));
-        }
+        let key = Self::verify_key(db, token).await?;
         let now = time::OffsetDateTime::now_utc();
         let ttl = match key.expires_at {
-            Some(at) if at <= now => return Err(ApiError::Unauthorized("API key expired")),
             // Never trusted from the cache past its expiry.
             Some(at) => KEY_CACHE_TTL.min((at - now).unsigned_abs()),
             None => KEY_CACHE_TTL,
@@ -193,6 +188,31 @@ impl Authenticator {
             .expect("key cache poisoned")
             .insert(prefix.to_owned(), (secret_hash, entry));
         Ok(key.tenant_id)
+    }
+
+    /// Checks an API key against the database alone (no cache): it exists,
+    /// its secret matches, and it is neither revoked nor expired.
+    pub async fn verify_key(
+        db: &sqlx::PgPool,
+        token: &str,
+    ) -> Result<hearth_store::tenant::ApiKeyRow, ApiError> {
+        let (prefix, secret) =
+            parse_key(token).ok_or(ApiError::Unauthorized("malformed API key"))?;
+        let secret_hash = hash_secret(secret);
+        let key = hearth_store::tenant::find_key(db, prefix)
+            .await?
+            .filter(|k| digest_eq(&k.secret_hash, &secret_hash))
+            .ok_or(ApiError::Unauthorized("unknown API key"))?;
+        if key.revoked_at.is_some() {
+            return Err(ApiError::Unauthorized("API key revoked"));
+        }
+        if key
+            .expires_at
+            .is_some_and(|at| at <= time::OffsetDateTime::now_utc())
+        {
+            return Err(ApiError::Unauthorized("API key expired"));
+        }
+        Ok(key)
     }
 
     async fn tenant_of_jwt(&self, db: &sqlx::PgPool, token: &str) -> Result<Uuid, ApiError> {
@@ -231,19 +251,145 @@ impl Authenticator {
 }
 
 fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+    bearer_if_any(parts)?.ok_or(ApiError::Unauthorized(
+        "missing `Authorization: Bearer <token>`",
+    ))
+}
+
+/// The bearer token, `None` without an `Authorization` header, an error
+/// with one that carries no bearer token.
+fn bearer_if_any(parts: &Parts) -> Result<Option<&str>, ApiError> {
+    let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
         .and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
         .map(str::trim)
         .filter(|t| !t.is_empty())
+        .map(Some)
         .ok_or(ApiError::Unauthorized(
-            "missing `Authorization: Bearer <token>`",
+            "malformed `Authorization` header: expected `Bearer <token>`",
         ))
+}
+
+/// The cookie a console session travels in: `<session id>.<secret>`, set
+/// `HttpOnly` and `SameSite=Strict` by `POST /v1/session`.
+pub const SESSION_COOKIE: &str = "hearth_session";
+
+/// The header that carries a session's CSRF token on every request that is
+/// not a `GET`, `HEAD` or `OPTIONS`.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// A console session's credentials, as minted at sign-in.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// The cookie's value.
+    pub cookie: String,
+    pub secret_hash: String,
+    pub csrf_token: String,
+    pub session_id: Uuid,
+}
+
+/// Mints a session's cookie value for the row `session_id`.
+pub fn mint_session(session_id: Uuid) -> NewSession {
+    let secret = random_hex(2);
+    NewSession {
+        cookie: format!("{}.{secret}", session_id.simple()),
+        secret_hash: hash_secret(&secret),
+        csrf_token: csrf_token(&secret),
+        session_id,
+    }
+}
+
+/// A session's CSRF token: derived from the cookie's secret, so only the
+/// server (which sees the cookie) and the page it answered can know it; a
+/// cross-site page can send the cookie but cannot read the token.
+fn csrf_token(secret: &str) -> String {
+    hash_secret(&format!("hearth-csrf\0{secret}"))
+}
+
+/// Splits a session cookie's value into its row id and secret.
+fn parse_session(value: &str) -> Option<(Uuid, &str)> {
+    let (id, secret) = value.split_once('.')?;
+    let id = Uuid::try_parse(id).ok()?;
+    (secret.len() == 64 && secret.bytes().all(|b| b.is_ascii_hexdigit())).then_some((id, secret))
+}
+
+/// The value of the session cookie among the request's `Cookie` headers.
+fn session_cookie(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// A signed-in console session: the request's cookie named a session that
+/// still holds.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub row: hearth_store::session::SessionRow,
+    pub csrf_token: String,
+}
+
+impl Session {
+    async fn of_cookie(db: &sqlx::PgPool, value: &str) -> Result<Session, ApiError> {
+        let (session_id, secret) =
+            parse_session(value).ok_or(ApiError::Unauthorized("malformed session cookie"))?;
+        let row = hearth_store::session::get(db, session_id)
+            .await?
+            .filter(|row| digest_eq(&row.secret_hash, &hash_secret(secret)))
+            .ok_or(ApiError::Unauthorized("unknown session: sign in again"))?;
+        if !row.holds_at(time::OffsetDateTime::now_utc()) {
+            return Err(ApiError::Unauthorized(
+                "the session ended (signed out, expired, or its API key was revoked): sign in again",
+            ));
+        }
+        Ok(Session {
+            row,
+            csrf_token: csrf_token(secret),
+        })
+    }
+
+    /// Refuses a request that changes something without the session's CSRF
+    /// token.
+    fn check_csrf(&self, parts: &Parts) -> Result<(), ApiError> {
+        if parts.method.is_safe() {
+            return Ok(());
+        }
+        let sent = parts
+            .headers
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if digest_eq(&hash_secret(sent), &hash_secret(&self.csrf_token)) {
+            Ok(())
+        } else {
+            Err(ApiError::Csrf)
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Session {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let value = session_cookie(parts).ok_or(ApiError::Unauthorized(
+            "no console session: sign in with POST /v1/session",
+        ))?;
+        let session = Session::of_cookie(&state.db, value).await?;
+        session.check_csrf(parts)?;
+        Ok(session)
+    }
 }
 
 /// The tenant a request acts for.
@@ -256,12 +402,23 @@ impl FromRequestParts<AppState> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts)?;
         let auth = &state.auth;
-        let tenant_id = if token.starts_with("hk_") {
-            auth.tenant_of_key(&state.db, token).await?
-        } else {
-            auth.tenant_of_jwt(&state.db, token).await?
+        // A bearer token wins over a cookie: a cross-site request can carry
+        // the cookie, never the header.
+        let tenant_id = match bearer_if_any(parts)? {
+            Some(token) if token.starts_with("hk_") => auth.tenant_of_key(&state.db, token).await?,
+            Some(token) => auth.tenant_of_jwt(&state.db, token).await?,
+            None if session_cookie(parts).is_some() => {
+                Session::from_request_parts(parts, state)
+                    .await?
+                    .row
+                    .tenant_id
+            }
+            None => {
+                return Err(ApiError::Unauthorized(
+                    "missing `Authorization: Bearer <token>` (or a console session cookie)",
+                ));
+            }
         };
         tracing::Span::current().record("tenant", tracing::field::display(tenant_id));
         Ok(Tenant { tenant_id })
@@ -294,6 +451,27 @@ mod tests {
         assert_ne!(mint_key().token, key.token);
         assert!(parse_key("hk_short_x").is_none());
         assert!(parse_key("nope").is_none());
+    }
+
+    #[test]
+    fn session_cookies_parse_and_derive_their_csrf_token() {
+        let id = Uuid::now_v7();
+        let minted = mint_session(id);
+        let (parsed, secret) = parse_session(&minted.cookie).unwrap();
+        assert_eq!(parsed, id);
+        assert_eq!(hash_secret(secret), minted.secret_hash);
+        assert_eq!(csrf_token(secret), minted.csrf_token);
+        assert_ne!(minted.csrf_token, minted.secret_hash);
+        assert_ne!(mint_session(id).cookie, minted.cookie);
+        for bad in [
+            "",
+            "nodot",
+            "not-a-uuid.00",
+            &format!("{}.short", id.simple()),
+            &format!("{}.{}", id.simple(), "g".repeat(64)),
+        ] {
+            assert!(parse_session(bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

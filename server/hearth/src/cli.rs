@@ -268,11 +268,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let telemetry = crate::telemetry::init(config.log_format, &config.telemetry)?;
             let grace = seconds("--shutdown-grace-s", config.shutdown_grace_s)?;
             let runtime = Arc::new(crate::app::local_runtime(&config)?);
+            let console = config.console_dir.is_some();
             let running = crate::app::start(*config, runtime.clone()).await?;
+            let addr = running.addr;
+            eprintln!("Hearth listening on http://{addr}  (API docs: http://{addr}/docs)");
+            if console {
+                eprintln!("Web console: http://{addr}/console/ (sign in with an API key)");
+            }
             eprintln!(
-                "Hearth listening on http://{addr}  (API docs: http://{addr}/docs)\n\
-                 Get an API key: `hearth tenant create <name> --json`, or POST /v1/admin/tenants with the admin token.",
-                addr = running.addr
+                "Get an API key: `hearth tenant create <name> --json`, or POST /v1/admin/tenants with the admin token."
             );
             let mut running = running;
             let mut signals = Signals::new()?;

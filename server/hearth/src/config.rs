@@ -146,6 +146,24 @@ pub struct Config {
     #[arg(long, env = "HEARTH_MAX_TIMEOUT_S", default_value_t = 3600)]
     pub max_timeout_s: u32,
 
+    /// Seconds a web console session lasts from sign-in (`POST /v1/session`);
+    /// at most a week. It ends sooner on sign-out or when the API key it
+    /// was opened with is revoked or expires.
+    #[arg(long, env = "HEARTH_SESSION_TTL_S", default_value_t = 3600,
+          value_parser = clap::value_parser!(u32).range(60..=604_800))]
+    pub session_ttl_s: u32,
+
+    /// Marks the console's session cookie `Secure` (sent over HTTPS only).
+    /// Set it wherever the console is reached over HTTPS; it is also set
+    /// on a request that arrives with `X-Forwarded-Proto: https`.
+    #[arg(long, env = "HEARTH_SECURE_COOKIES", default_value_t = false)]
+    pub secure_cookies: bool,
+
+    /// Directory of the built web console (`web/build.sh` writes `web/dist`),
+    /// served at `/console/`. Unset: no console is served.
+    #[arg(long, env = "HEARTH_CONSOLE_DIR")]
+    pub console_dir: Option<PathBuf>,
+
     /// Seconds a pod may take to start before the start counts as failed.
     #[arg(long, env = "HEARTH_POD_START_TIMEOUT_S", default_value_t = 30)]
     pub pod_start_timeout_s: u64,

@@ -5,6 +5,7 @@
 //! | `invalid_request` | 400 | the body, query or path could not be parsed |
 //! | `unauthorized` | 401 | missing, unknown, revoked or expired credentials |
 //! | `forbidden` | 403 | the credentials may not do this (e.g. admin API) |
+//! | `csrf` | 403 | a console session's request changes something without its `X-CSRF-Token` |
 //! | `not_found` | 404 | no such resource for this tenant, or no such path |
 //! | `method_not_allowed` | 405 | the path does not take this method (`Allow` lists those it takes) |
 //! | `conflict` | 409 | a name or resource already exists |
@@ -46,6 +47,10 @@ pub enum ApiError {
     Unauthorized(&'static str),
     #[error("{0}")]
     Forbidden(&'static str),
+    #[error(
+        "a request made with a console session cookie must carry the session's CSRF token in `X-CSRF-Token`"
+    )]
+    Csrf,
     #[error("{0} not found")]
     NotFound(&'static str),
     #[error("no route for `{0}`")]
@@ -87,6 +92,7 @@ impl ApiError {
             ApiError::InvalidRequest(_) => "invalid_request",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
+            ApiError::Csrf => "csrf",
             ApiError::NotFound(_) | ApiError::NoRoute(_) => "not_found",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict(_) => "conflict",
@@ -109,7 +115,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::Csrf => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) | ApiError::NoRoute(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_)

@@ -11,6 +11,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod control;
 pub mod error;
 pub mod http;

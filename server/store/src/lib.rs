@@ -20,6 +20,7 @@ pub mod job;
 pub mod job_event;
 pub mod leadership;
 pub mod pod_event;
+pub mod session;
 pub mod tenant;
 
 pub use sqlx::PgPool as Pool;

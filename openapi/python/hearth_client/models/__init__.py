@@ -80,6 +80,7 @@ from .profile_usage import ProfileUsage
 from .route_ref import RouteRef
 from .server_sent_event import ServerSentEvent
 from .session_response import SessionResponse
+from .sign_in_request import SignInRequest
 from .source import Source
 from .state import State
 from .stats_coverage import StatsCoverage
@@ -173,6 +174,7 @@ __all__ = (
     "RouteRef",
     "ServerSentEvent",
     "SessionResponse",
+    "SignInRequest",
     "Source",
     "State",
     "StatsCoverage",

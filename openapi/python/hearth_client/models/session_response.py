@@ -1,53 +1,58 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar
 from uuid import UUID
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
-
-if TYPE_CHECKING:
-    from ..models.route_ref import RouteRef
-
 
 T = TypeVar("T", bound="SessionResponse")
 
 
 @_attrs_define
 class SessionResponse:
-    """A session.
+    """A console session: whose it is, when it ends, and the token every
+    request that changes something must carry in `X-CSRF-Token`.
 
-    Attributes:
-        policy_id (UUID):
-        route (RouteRef): A route by name and executable id.
-        session (str):
-        state (list[int]): u32 registers, `0..=4294967295` each
+        Attributes:
+            api_key_id (UUID): The key the session was opened with: revoking it ends the session.
+            csrf_token (str): Send it as `X-CSRF-Token` with every request that is not a `GET`,
+                `HEAD` or `OPTIONS`. Keep it in memory: `GET /v1/session` gives it
+                again after a reload.
+            expires_at (datetime.datetime):
+            tenant_id (UUID):
+            tenant_name (str):
     """
 
-    policy_id: UUID
-    route: RouteRef
-    session: str
-    state: list[int]
+    api_key_id: UUID
+    csrf_token: str
+    expires_at: datetime.datetime
+    tenant_id: UUID
+    tenant_name: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        policy_id = str(self.policy_id)
+        api_key_id = str(self.api_key_id)
 
-        route = self.route.to_dict()
+        csrf_token = self.csrf_token
 
-        session = self.session
+        expires_at = self.expires_at.isoformat()
 
-        state = self.state
+        tenant_id = str(self.tenant_id)
+
+        tenant_name = self.tenant_name
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
-                "policy_id": policy_id,
-                "route": route,
-                "session": session,
-                "state": state,
+                "api_key_id": api_key_id,
+                "csrf_token": csrf_token,
+                "expires_at": expires_at,
+                "tenant_id": tenant_id,
+                "tenant_name": tenant_name,
             }
         )
 
@@ -55,22 +60,23 @@ class SessionResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.route_ref import RouteRef  # noqa: PLC0415
-
         d = dict(src_dict)
-        policy_id = UUID(d.pop("policy_id"))
+        api_key_id = UUID(d.pop("api_key_id"))
 
-        route = RouteRef.from_dict(d.pop("route"))
+        csrf_token = d.pop("csrf_token")
 
-        session = d.pop("session")
+        expires_at = datetime.datetime.fromisoformat(d.pop("expires_at"))
 
-        state = cast(list[int], d.pop("state"))
+        tenant_id = UUID(d.pop("tenant_id"))
+
+        tenant_name = d.pop("tenant_name")
 
         session_response = cls(
-            policy_id=policy_id,
-            route=route,
-            session=session,
-            state=state,
+            api_key_id=api_key_id,
+            csrf_token=csrf_token,
+            expires_at=expires_at,
+            tenant_id=tenant_id,
+            tenant_name=tenant_name,
         )
 
         session_response.additional_properties = d

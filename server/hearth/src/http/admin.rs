@@ -233,9 +233,7 @@ impl<'de> Deserialize<'de> for CreateKeyRequest {
             #[serde(default, with = "time::serde::rfc3339::option")]
             expires_at: Option<OffsetDateTime>,
         }
-        let object = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
-        let f = Fields::deserialize(serde_json::Value::Object(object))
-            .map_err(serde::de::Error::custom)?;
+        let f: Fields = crate::http::extract::from_object(d)?;
         Ok(CreateKeyRequest {
             name: f.name,
             expires_at: f.expires_at,

@@ -29,13 +29,24 @@ impl Modify for Contract {
         }
         let default_security = openapi.security.clone().unwrap_or_default();
         for (path, item) in openapi.paths.paths.iter_mut() {
-            for op in operations(item) {
+            for (safe, op) in operations(item) {
                 // Each operation states its security: some generators read
-                // only the operation's, not the document's default.
-                let security = op.security.get_or_insert_with(|| default_security.clone());
+                // only the operation's, not the document's default. The
+                // tenant API also takes the console's session cookie.
+                let admin = is_admin(path);
+                let security = op.security.get_or_insert_with(|| {
+                    let mut security = default_security.clone();
+                    if !admin && requires_auth(&security) {
+                        security.push(SecurityRequirement::new("session", Vec::<String>::new()));
+                    }
+                    security
+                });
                 let secured = requires_auth(security);
+                let by_session = security
+                    .iter()
+                    .any(|s| *s == SecurityRequirement::new("session", Vec::<String>::new()));
                 fix_parameters(path, op);
-                add_errors(path, op, secured);
+                add_errors(path, op, secured, by_session && !safe);
                 describe(op);
                 summarize(op);
                 type_free_form_in(op);
@@ -52,19 +63,25 @@ impl Modify for Contract {
     }
 }
 
-fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+/// Each operation of a path, with whether its method is safe (changes
+/// nothing: `GET`, `HEAD`, `OPTIONS`, `TRACE`).
+fn operations(item: &mut PathItem) -> impl Iterator<Item = (bool, &mut Operation)> {
     [
-        &mut item.get,
-        &mut item.put,
-        &mut item.post,
-        &mut item.delete,
-        &mut item.options,
-        &mut item.head,
-        &mut item.patch,
-        &mut item.trace,
+        (true, &mut item.get),
+        (false, &mut item.put),
+        (false, &mut item.post),
+        (false, &mut item.delete),
+        (true, &mut item.options),
+        (true, &mut item.head),
+        (false, &mut item.patch),
+        (true, &mut item.trace),
     ]
     .into_iter()
-    .filter_map(Option::as_mut)
+    .filter_map(|(safe, op)| Some((safe, op.as_mut()?)))
+}
+
+fn is_admin(path: &str) -> bool {
+    path.starts_with("/v1/admin/") || path == "/v1/admin"
 }
 
 /// Whether a list of security requirements asks for credentials (`[{}]`
@@ -109,11 +126,11 @@ fn drop_null(param: &mut Parameter) {
 
 /// The errors every operation of a kind can answer with, where the
 /// operation does not describe them itself.
-fn add_errors(path: &str, op: &mut Operation, secured: bool) {
+fn add_errors(path: &str, op: &mut Operation, secured: bool, needs_csrf: bool) {
     let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
     let has_path_params = path.contains('{');
     let has_body = op.request_body.is_some();
-    let admin = path.starts_with("/v1/admin/") || path == "/v1/admin";
+    let admin = is_admin(path);
     let mut add = |status: &str, description: &str| {
         op.responses
             .responses
@@ -128,6 +145,9 @@ fn add_errors(path: &str, op: &mut Operation, secured: bool) {
     }
     if admin {
         add("403", FORBIDDEN);
+    }
+    if needs_csrf {
+        add("403", CSRF);
     }
     if has_path_params {
         add("404", NOT_FOUND);
@@ -144,6 +164,8 @@ const BAD_REQUEST: &str =
     "`invalid_request`: a path or query parameter, a header or the body could not be parsed";
 const UNAUTHORIZED: &str = "`unauthorized`: missing, unknown, revoked or expired credentials";
 const FORBIDDEN: &str = "`forbidden`: the admin API is disabled (no admin token is configured)";
+const CSRF: &str = "`csrf`: made with the console's session cookie but without the session's \
+`X-CSRF-Token`";
 const NOT_FOUND: &str = "`not_found`: no such resource (for this tenant)";
 const PAYLOAD_TOO_LARGE: &str = "`payload_too_large`: the body exceeds the configured limit";
 const UNSUPPORTED_MEDIA_TYPE: &str = "`unsupported_media_type`: the body is not `application/json`";

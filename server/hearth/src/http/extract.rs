@@ -25,3 +25,16 @@ impl<T: serde::Serialize> axum::response::IntoResponse for Json<T> {
         axum::Json(self.0).into_response()
     }
 }
+
+/// Deserializes `T` only from a JSON object: serde's derive also takes an
+/// array of the fields in order (`["a", null]`), which no documented
+/// request body allows. For a hand-written `Deserialize` of a request body.
+pub fn from_object<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize;
+    let object = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+    T::deserialize(serde_json::Value::Object(object)).map_err(serde::de::Error::custom)
+}

@@ -2,7 +2,7 @@
 //! `#[utoipa::path]` and registered through `utoipa-axum`, so the OpenAPI
 //! document cannot miss a route.
 
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod pods;
 pub mod pools;
 pub mod profiles;
+pub mod session;
 pub mod usage;
 
 #[derive(Debug, OpenApi)]
@@ -39,6 +40,7 @@ pub mod usage;
     tags(
         (name = "jobs", description = "Submit, watch, list and cancel jobs"),
         (name = "bundles", description = "Upload code once, reference it by digest"),
+        (name = "session", description = "The web console's sign-in: an API key exchanged for an HttpOnly session cookie and a CSRF token"),
         (name = "keys", description = "A tenant's own API keys: mint, list with last use, revoke"),
         (name = "usage", description = "A tenant's jobs, job-seconds and GPU-seconds over a window"),
         (name = "profiles", description = "Hardware profiles and the runtime's isolation"),
@@ -67,6 +69,13 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::auth::SESSION_COOKIE,
+                "The web console's session (`POST /v1/session`), in place of a bearer token on the tenant API; a request that is not a GET, HEAD or OPTIONS must also carry the session's `X-CSRF-Token`",
+            ))),
+        );
     }
 }
 
@@ -78,6 +87,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(batch::router())
         .merge(bundles::router())
         .merge(keys::router())
+        .merge(session::router())
         .merge(usage::router())
         .merge(profiles::router())
         .merge(pools::router())
