@@ -2,7 +2,8 @@
 # Sets up and runs Hearth with its embedded defaults on a fresh Debian machine:
 # the local runtime (bubblewrap sandboxes, cgroup limits), PostgreSQL on
 # 127.0.0.1:5432 (the `hearth` database is created and migrated on start),
-# and the API on 127.0.0.1:8080. Extra arguments go to `hearth serve`.
+# the API on 127.0.0.1:8080 and the web console at /console/. Extra arguments
+# go to `hearth serve`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,4 +19,7 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 fi
 
 SQLX_OFFLINE=true cargo build --release --locked --bins >&2
+# The web console (Node.js 20 and npm), served at /console/.
+bash web/build.sh >&2
+export HEARTH_CONSOLE_DIR="${HEARTH_CONSOLE_DIR:-$PWD/web/dist}"
 exec target/release/hearth serve "$@"

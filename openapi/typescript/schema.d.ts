@@ -833,6 +833,28 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /**
+         * @description A console session: whose it is, when it ends, and the token every
+         *     request that changes something must carry in `X-CSRF-Token`.
+         */
+        ConsoleSession: {
+            /**
+             * Format: uuid
+             * @description The key the session was opened with: revoking it ends the session.
+             */
+            api_key_id: string;
+            /**
+             * @description Send it as `X-CSRF-Token` with every request that is not a `GET`,
+             *     `HEAD` or `OPTIONS`. Keep it in memory: `GET /v1/session` gives it
+             *     again after a reload.
+             */
+            csrf_token: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** Format: uuid */
+            tenant_id: string;
+            tenant_name: string;
+        };
         /** @description `dst = op(a, b)`: add, sub, mul wrap mod 2^32; add_sat, sub_sat, mul_sat saturate at 0 and 4294967295; xor, and, or are bitwise; rotl, rotr rotate `a` by `b mod 32`; mix is murmur3's fmix32 of `a ^ (b * 0x9E3779B9 mod 2^32)` */
         ControlArithmeticInstruction: {
             a: components["schemas"]["ControlOperand"];
@@ -1732,27 +1754,15 @@ export interface components {
             /** @description Reconnection time in milliseconds */
             retry?: number;
         };
-        /**
-         * @description A console session: whose it is, when it ends, and the token every
-         *     request that changes something must carry in `X-CSRF-Token`.
-         */
+        /** @description A session. */
         SessionResponse: {
-            /**
-             * Format: uuid
-             * @description The key the session was opened with: revoking it ends the session.
-             */
-            api_key_id: string;
-            /**
-             * @description Send it as `X-CSRF-Token` with every request that is not a `GET`,
-             *     `HEAD` or `OPTIONS`. Keep it in memory: `GET /v1/session` gives it
-             *     again after a reload.
-             */
-            csrf_token: string;
-            /** Format: date-time */
-            expires_at: string;
             /** Format: uuid */
-            tenant_id: string;
-            tenant_name: string;
+            policy_id: string;
+            /** @description The route its next event runs when the event names none. */
+            route: components["schemas"]["RouteRef"];
+            session: string;
+            /** @description u32 registers, `0..=4294967295` each */
+            state: number[];
         };
         /** @description Sign-in: the API key to open a session with. */
         SignInRequest: {
@@ -4479,7 +4489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionResponse"];
+                    "application/json": components["schemas"]["ConsoleSession"];
                 };
             };
             /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
@@ -4523,7 +4533,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionResponse"];
+                    "application/json": components["schemas"]["ConsoleSession"];
                 };
             };
             /** @description `invalid_request`: a path or query parameter, a header or the body could not be parsed */

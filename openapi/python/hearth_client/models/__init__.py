@@ -12,6 +12,7 @@ from .caller_pool import CallerPool
 from .code_bundle import CodeBundle
 from .code_files import CodeFiles
 from .code_files_files import CodeFilesFiles
+from .console_session import ConsoleSession
 from .control_arithmetic_instruction import ControlArithmeticInstruction
 from .control_arithmetic_instruction_op import ControlArithmeticInstructionOp
 from .control_batch_decision import ControlBatchDecision
@@ -106,6 +107,7 @@ __all__ = (
     "CodeBundle",
     "CodeFiles",
     "CodeFilesFiles",
+    "ConsoleSession",
     "ControlArithmeticInstruction",
     "ControlArithmeticInstructionOp",
     "ControlBatchDecision",

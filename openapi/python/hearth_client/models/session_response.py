@@ -1,58 +1,53 @@
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.route_ref import RouteRef
+
 
 T = TypeVar("T", bound="SessionResponse")
 
 
 @_attrs_define
 class SessionResponse:
-    """A console session: whose it is, when it ends, and the token every
-    request that changes something must carry in `X-CSRF-Token`.
+    """A session.
 
-        Attributes:
-            api_key_id (UUID): The key the session was opened with: revoking it ends the session.
-            csrf_token (str): Send it as `X-CSRF-Token` with every request that is not a `GET`,
-                `HEAD` or `OPTIONS`. Keep it in memory: `GET /v1/session` gives it
-                again after a reload.
-            expires_at (datetime.datetime):
-            tenant_id (UUID):
-            tenant_name (str):
+    Attributes:
+        policy_id (UUID):
+        route (RouteRef): A route by name and executable id.
+        session (str):
+        state (list[int]): u32 registers, `0..=4294967295` each
     """
 
-    api_key_id: UUID
-    csrf_token: str
-    expires_at: datetime.datetime
-    tenant_id: UUID
-    tenant_name: str
+    policy_id: UUID
+    route: RouteRef
+    session: str
+    state: list[int]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        api_key_id = str(self.api_key_id)
+        policy_id = str(self.policy_id)
 
-        csrf_token = self.csrf_token
+        route = self.route.to_dict()
 
-        expires_at = self.expires_at.isoformat()
+        session = self.session
 
-        tenant_id = str(self.tenant_id)
-
-        tenant_name = self.tenant_name
+        state = self.state
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
-                "api_key_id": api_key_id,
-                "csrf_token": csrf_token,
-                "expires_at": expires_at,
-                "tenant_id": tenant_id,
-                "tenant_name": tenant_name,
+                "policy_id": policy_id,
+                "route": route,
+                "session": session,
+                "state": state,
             }
         )
 
@@ -60,23 +55,22 @@ class SessionResponse:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.route_ref import RouteRef  # noqa: PLC0415
+
         d = dict(src_dict)
-        api_key_id = UUID(d.pop("api_key_id"))
+        policy_id = UUID(d.pop("policy_id"))
 
-        csrf_token = d.pop("csrf_token")
+        route = RouteRef.from_dict(d.pop("route"))
 
-        expires_at = datetime.datetime.fromisoformat(d.pop("expires_at"))
+        session = d.pop("session")
 
-        tenant_id = UUID(d.pop("tenant_id"))
-
-        tenant_name = d.pop("tenant_name")
+        state = cast(list[int], d.pop("state"))
 
         session_response = cls(
-            api_key_id=api_key_id,
-            csrf_token=csrf_token,
-            expires_at=expires_at,
-            tenant_id=tenant_id,
-            tenant_name=tenant_name,
+            policy_id=policy_id,
+            route=route,
+            session=session,
+            state=state,
         )
 
         session_response.additional_properties = d

@@ -73,7 +73,7 @@ impl Modify for BearerAuth {
             "session",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
                 crate::auth::SESSION_COOKIE,
-                "The web console's session (`POST /v1/session`), in place of a bearer token on the tenant API; a request that is not a GET, HEAD or OPTIONS must also carry the session's `X-CSRF-Token`",
+                "The web console's session (`POST /v1/session`). Every tenant operation (not the admin API) takes it in place of the bearer token; a request that is not a GET, HEAD or OPTIONS must then also carry the session's `X-CSRF-Token`, or gets 403 `csrf`",
             ))),
         );
     }

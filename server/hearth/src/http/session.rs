@@ -24,6 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Sign-in: the API key to open a session with.
 #[derive(Debug, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SignInRequest {
     /// An API key of the tenant (`hk_...`), unrevoked and unexpired.
     #[schema(max_length = 256)]
@@ -45,7 +46,7 @@ impl<'de> Deserialize<'de> for SignInRequest {
 /// A console session: whose it is, when it ends, and the token every
 /// request that changes something must carry in `X-CSRF-Token`.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SessionResponse {
+pub struct ConsoleSession {
     pub tenant_id: Uuid,
     pub tenant_name: String,
     /// The key the session was opened with: revoking it ends the session.
@@ -59,9 +60,9 @@ pub struct SessionResponse {
     pub csrf_token: String,
 }
 
-impl SessionResponse {
+impl ConsoleSession {
     fn new(row: &hearth_store::session::SessionRow, csrf_token: String) -> Self {
-        SessionResponse {
+        ConsoleSession {
             tenant_id: row.tenant_id,
             tenant_name: row.tenant_name.clone(),
             api_key_id: row.api_key_id,
@@ -96,7 +97,7 @@ fn cookie(state: &AppState, headers: &HeaderMap, value: &str, max_age_s: i64) ->
 #[utoipa::path(post, path = "/v1/session", tag = "session", operation_id = "sign_in",
     security(()),
     request_body = SignInRequest,
-    responses((status = 201, description = "Signed in; the cookie is set", body = SessionResponse,
+    responses((status = 201, description = "Signed in; the cookie is set", body = ConsoleSession,
                headers(("Set-Cookie" = String, description = "`hearth_session=...; Path=/; Max-Age=...; HttpOnly; SameSite=Strict`"))),
               (status = 401, description = "`unauthorized`: the key is malformed, unknown, revoked or expired", body = ErrorBody)))]
 async fn sign_in(
@@ -130,7 +131,7 @@ async fn sign_in(
             ),
             (CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ]),
-        Json(SessionResponse::new(&row, minted.csrf_token)),
+        Json(ConsoleSession::new(&row, minted.csrf_token)),
     ))
 }
 
@@ -140,11 +141,11 @@ async fn sign_in(
 /// without asking for the key.
 #[utoipa::path(get, path = "/v1/session", tag = "session", operation_id = "get_console_session",
     security(("session" = [])),
-    responses((status = 200, description = "The session the cookie names", body = SessionResponse)))]
+    responses((status = 200, description = "The session the cookie names", body = ConsoleSession)))]
 async fn get_session(session: Session) -> impl IntoResponse {
     (
         [(CACHE_CONTROL, HeaderValue::from_static("no-store"))],
-        Json(SessionResponse::new(&session.row, session.csrf_token)),
+        Json(ConsoleSession::new(&session.row, session.csrf_token)),
     )
 }
 

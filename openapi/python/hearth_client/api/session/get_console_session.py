@@ -4,8 +4,8 @@ from typing import Any
 import httpx
 
 from ...client import AuthenticatedClient, Client
+from ...models.console_session import ConsoleSession
 from ...models.error_body import ErrorBody
-from ...models.session_response import SessionResponse
 from ...types import Response
 
 
@@ -19,9 +19,9 @@ def _get_kwargs() -> dict[str, Any]:
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorBody | SessionResponse:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ConsoleSession | ErrorBody:
     if response.status_code == 200:
-        response_200 = SessionResponse.from_dict(response.json())
+        response_200 = ConsoleSession.from_dict(response.json())
 
         return response_200
 
@@ -37,7 +37,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[ErrorBody | SessionResponse]:
+) -> Response[ConsoleSession | ErrorBody]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -49,7 +49,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[ErrorBody | SessionResponse]:
+) -> Response[ConsoleSession | ErrorBody]:
     """The signed-in console session.
 
      Answers with the session's CSRF token, so a reloaded page can act again
@@ -60,7 +60,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorBody | SessionResponse]
+        Response[ConsoleSession | ErrorBody]
     """
 
     kwargs = _get_kwargs()
@@ -75,7 +75,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
-) -> ErrorBody | SessionResponse | None:
+) -> ConsoleSession | ErrorBody | None:
     """The signed-in console session.
 
      Answers with the session's CSRF token, so a reloaded page can act again
@@ -86,7 +86,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorBody | SessionResponse
+        ConsoleSession | ErrorBody
     """
 
     return sync_detailed(
@@ -97,7 +97,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[ErrorBody | SessionResponse]:
+) -> Response[ConsoleSession | ErrorBody]:
     """The signed-in console session.
 
      Answers with the session's CSRF token, so a reloaded page can act again
@@ -108,7 +108,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorBody | SessionResponse]
+        Response[ConsoleSession | ErrorBody]
     """
 
     kwargs = _get_kwargs()
@@ -121,7 +121,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
-) -> ErrorBody | SessionResponse | None:
+) -> ConsoleSession | ErrorBody | None:
     """The signed-in console session.
 
      Answers with the session's CSRF token, so a reloaded page can act again
@@ -132,7 +132,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorBody | SessionResponse
+        ConsoleSession | ErrorBody
     """
 
     return (

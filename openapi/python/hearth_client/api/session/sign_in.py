@@ -4,8 +4,8 @@ from typing import Any
 import httpx
 
 from ...client import AuthenticatedClient, Client
+from ...models.console_session import ConsoleSession
 from ...models.error_body import ErrorBody
-from ...models.session_response import SessionResponse
 from ...models.sign_in_request import SignInRequest
 from ...types import Response
 
@@ -29,9 +29,9 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorBody | SessionResponse:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ConsoleSession | ErrorBody:
     if response.status_code == 201:
-        response_201 = SessionResponse.from_dict(response.json())
+        response_201 = ConsoleSession.from_dict(response.json())
 
         return response_201
 
@@ -67,7 +67,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[ErrorBody | SessionResponse]:
+) -> Response[ConsoleSession | ErrorBody]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -80,7 +80,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: SignInRequest,
-) -> Response[ErrorBody | SessionResponse]:
+) -> Response[ConsoleSession | ErrorBody]:
     """Signs in to the web console.
 
      Exchanges an API key for a session cookie (`hearth_session`, `HttpOnly`,
@@ -97,7 +97,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorBody | SessionResponse]
+        Response[ConsoleSession | ErrorBody]
     """
 
     kwargs = _get_kwargs(
@@ -115,7 +115,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: SignInRequest,
-) -> ErrorBody | SessionResponse | None:
+) -> ConsoleSession | ErrorBody | None:
     """Signs in to the web console.
 
      Exchanges an API key for a session cookie (`hearth_session`, `HttpOnly`,
@@ -132,7 +132,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorBody | SessionResponse
+        ConsoleSession | ErrorBody
     """
 
     return sync_detailed(
@@ -145,7 +145,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: SignInRequest,
-) -> Response[ErrorBody | SessionResponse]:
+) -> Response[ConsoleSession | ErrorBody]:
     """Signs in to the web console.
 
      Exchanges an API key for a session cookie (`hearth_session`, `HttpOnly`,
@@ -162,7 +162,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorBody | SessionResponse]
+        Response[ConsoleSession | ErrorBody]
     """
 
     kwargs = _get_kwargs(
@@ -178,7 +178,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: SignInRequest,
-) -> ErrorBody | SessionResponse | None:
+) -> ConsoleSession | ErrorBody | None:
     """Signs in to the web console.
 
      Exchanges an API key for a session cookie (`hearth_session`, `HttpOnly`,
@@ -195,7 +195,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorBody | SessionResponse
+        ConsoleSession | ErrorBody
     """
 
     return (
