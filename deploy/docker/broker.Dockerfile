@@ -11,6 +11,16 @@
 ARG RUST_VERSION=1.94
 ARG DEBIAN_RELEASE=bookworm
 
+# The web console (web/, typed against the committed OpenAPI types), served
+# by the broker at /console/ from HEARTH_CONSOLE_DIR.
+FROM node:20-${DEBIAN_RELEASE}-slim AS console
+WORKDIR /src/web
+COPY web/package.json web/package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+COPY openapi/typescript /src/openapi/typescript
+COPY web ./
+RUN npx --no-install tsc --noEmit -p tsconfig.json && npx --no-install vite build --logLevel warn
+
 FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS build
 WORKDIR /src
 # sqlx checks its queries against the committed .sqlx/: no database at build.
@@ -36,6 +46,8 @@ RUN groupadd --system --gid 10001 hearth \
     && useradd --system --uid 10001 --gid hearth --home-dir /nonexistent \
         --no-create-home --shell /usr/sbin/nologin hearth
 COPY --from=build /out/hearth /out/hearth-agent /usr/local/bin/
+COPY --from=console /src/web/dist /usr/share/hearth/console
+ENV HEARTH_CONSOLE_DIR=/usr/share/hearth/console
 USER 10001:10001
 EXPOSE 8080
 ENTRYPOINT ["hearth"]

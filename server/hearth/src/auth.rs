@@ -172,13 +172,17 @@ impl Authenticator {
             Some(at) => KEY_CACHE_TTL.min((at - now).unsigned_abs()),
             None => KEY_CACHE_TTL,
         };
-        // Off the request's path: a failed write costs only the record.
-        let (pool, api_key_id) = (db.clone(), key.api_key_id);
-        tokio::spawn(async move {
-            if let Err(e) = hearth_store::tenant::touch_key(&pool, api_key_id).await {
-                tracing::debug!(%api_key_id, error = %e, "recording a key's use failed");
-            }
-        });
+        // Off the request's path: a failed write costs only the record. The
+        // row just read says whether the record is stale enough to write.
+        let stale = time::Duration::seconds(hearth_store::tenant::TOUCH_EVERY_S.into());
+        if key.last_used_at.is_none_or(|at| now - at >= stale) {
+            let (pool, api_key_id) = (db.clone(), key.api_key_id);
+            tokio::spawn(async move {
+                if let Err(e) = hearth_store::tenant::touch_key(&pool, api_key_id).await {
+                    tracing::debug!(%api_key_id, error = %e, "recording a key's use failed");
+                }
+            });
+        }
         let entry = CachedKey {
             tenant_id: key.tenant_id,
             until: Instant::now() + ttl,

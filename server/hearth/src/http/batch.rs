@@ -98,13 +98,12 @@ async fn create_jobs(
     for (i, item) in req.jobs.into_iter().enumerate() {
         let at = |field: &str| format!("jobs[{i}].{field}");
         if let Some(key) = &item.idempotency_key
-            && (key.is_empty()
-                || key.len() > 255
-                || !key.bytes().all(|b| (0x20..0x7f).contains(&b)))
+            && !super::jobs::is_idempotency_key(key)
         {
             errors.push(FieldError {
                 field: at("idempotency_key"),
-                message: "must be 1..=255 visible ASCII characters".to_owned(),
+                message: "must be 1..=255 visible ASCII characters (spaces only between them)"
+                    .to_owned(),
             });
         }
         let hash = item.idempotency_key.as_ref().map(|_| {

@@ -208,6 +208,19 @@ pub(super) fn wait_duration(state: &AppState, wait: Option<f64>) -> ApiResult<Du
     }
 }
 
+/// Whether `key` is an idempotency key, in the `Idempotency-Key` header and
+/// in a batch's items alike: 1..=255 visible ASCII characters, spaces
+/// allowed between them (the pattern `^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$`
+/// of the document). A header value may hold a tab; a key may not.
+pub(crate) fn is_idempotency_key(key: &str) -> bool {
+    let visible = |b: &u8| (0x21..=0x7e).contains(b);
+    let bytes = key.as_bytes();
+    (1..=255).contains(&bytes.len())
+        && bytes.first().is_some_and(visible)
+        && bytes.last().is_some_and(visible)
+        && bytes.iter().all(|b| *b == b' ' || visible(b))
+}
+
 /// Submits a job. With `wait`, answers 200 with the finished job if it ends in
 /// time, else 202 with the job as it stands. An `Idempotency-Key` header makes
 /// retries safe: the same key and body give the same job; the same key with
@@ -238,10 +251,11 @@ async fn create_job(
         Some(v) => Some(
             v.to_str()
                 .ok()
-                .filter(|k| !k.is_empty() && k.len() <= 255)
+                .filter(|k| is_idempotency_key(k))
                 .ok_or_else(|| {
                     ApiError::InvalidRequest(
-                        "Idempotency-Key must be 1..=255 visible ASCII characters".into(),
+                        "Idempotency-Key must be 1..=255 visible ASCII characters (spaces only between them)"
+                            .into(),
                     )
                 })?
                 .to_owned(),
@@ -834,6 +848,27 @@ async fn get_job_logs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idempotency_keys_are_visible_ascii_with_inner_spaces() {
+        let long = "k".repeat(255);
+        for ok in ["a", "step 7/rollout 3", "~!@#", long.as_str()] {
+            assert!(is_idempotency_key(ok), "{ok:?}");
+        }
+        let too_long = "k".repeat(256);
+        for bad in [
+            "",
+            " a",
+            "a ",
+            "a\tb",
+            "caf\u{e9}",
+            "a\nb",
+            "\u{7f}",
+            too_long.as_str(),
+        ] {
+            assert!(!is_idempotency_key(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn an_id_prefix_is_a_range_of_ids() {
