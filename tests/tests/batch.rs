@@ -140,6 +140,25 @@ async fn items_are_idempotent_and_a_reused_key_refuses_the_whole_batch() {
     assert_ne!(first["jobs"][2]["id"], again["jobs"][2]["id"]);
     assert_eq!(count_jobs(&app, &t.key).await, 4);
 
+    // A retry that arrives while the first batch still runs waits for the
+    // same jobs to end.
+    let slow = |i: usize| {
+        json!({"job": {"kind": "rollout", "profile": "cpu-small", "caller": "slow",
+                       "command": ["sh", "-c", format!("sleep 1; echo slow {i}")], "timeout_s": 30},
+               "idempotency_key": format!("slow-{i}")})
+    };
+    let batch = json!({"jobs": [slow(0), slow(1)]});
+    let (status, running) = app.post(&t.key, "/v1/jobs/batch", &batch).await;
+    assert_eq!(status, 202, "{running}");
+    let (status, ended) = app.post(&t.key, "/v1/jobs/batch?wait=60", &batch).await;
+    assert_eq!(status, 200, "{ended}");
+    for i in 0..2 {
+        assert_eq!(running["jobs"][i]["id"], ended["jobs"][i]["id"], "item {i}");
+        assert_eq!(ended["jobs"][i]["state"], "succeeded", "{ended}");
+        assert_eq!(ended["jobs"][i]["stdout"], format!("slow {i}\n"));
+    }
+    assert_eq!(count_jobs(&app, &t.key).await, 6);
+
     // A key used before with another job: nothing of the batch is accepted.
     let reused = json!({"jobs": [{"job": echo("w", 9)}, {"job": echo("w", 99), "idempotency_key": "step-7-1"}]});
     let (status, err) = app.post(&t.key, "/v1/jobs/batch", &reused).await;
@@ -154,7 +173,7 @@ async fn items_are_idempotent_and_a_reused_key_refuses_the_whole_batch() {
     );
     assert_eq!(
         count_jobs(&app, &t.key).await,
-        4,
+        6,
         "the batch's first job was not accepted"
     );
     let bad_key = json!({"jobs": [{"job": echo("w", 0), "idempotency_key": ""}]});

@@ -19,7 +19,7 @@ use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{Json, Query};
-use crate::http::jobs::{JobResponse, WaitParams, is_final, wait_duration, wait_for};
+use crate::http::jobs::{JobResponse, WaitParams, is_final, wait_duration, wait_until};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_jobs))
@@ -183,26 +183,38 @@ async fn create_jobs(
     tx.commit().await?;
 
     let deadline = Instant::now() + wait;
-    let mut jobs = Vec::with_capacity(n);
+    let mut waits = Vec::with_capacity(n);
     for inserted in rows {
-        let row = match inserted {
-            Inserted::New(row) => {
-                state.scheduler.submit(&row);
-                state.hub.changed(&row);
-                row
-            }
-            Inserted::Existing(row) => row,
+        let (mut row, new) = match inserted {
+            Inserted::New(row) => (row, true),
+            Inserted::Existing(row) => (row, false),
         };
-        jobs.push(row);
+        // Watched before the scheduler can run it, so that its end cannot
+        // slip by unseen.
+        let watch = (!wait.is_zero() && !is_final(&row)).then(|| state.hub.watch(row.job_id));
+        if new {
+            state.scheduler.submit(&row);
+            state.hub.changed(&row);
+        } else if watch.is_some() {
+            // Accepted before, read before it was watched: read it again.
+            row = hearth_store::job::get(&state.db, tenant.tenant_id, row.job_id)
+                .await?
+                .ok_or(ApiError::NotFound("job"))?;
+        }
+        waits.push((row, watch));
     }
     tracing::info!(jobs = n, "batch accepted");
-    // Every job's wait shares the one deadline.
-    for row in &mut jobs {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if !is_final(row) && !left.is_zero() {
-            *row = wait_for(&state, tenant.tenant_id, row.job_id, left).await?;
+    // The jobs are waited on together, until the one deadline: a job's end
+    // arrives with its event, so a wait reads its row again only when it
+    // missed events or rechecks.
+    let state = &state;
+    let jobs = futures::future::try_join_all(waits.into_iter().map(|(row, watch)| async move {
+        match watch {
+            Some(mut watch) => wait_until(state, &mut watch, row, deadline).await,
+            None => Ok(row),
         }
-    }
+    }))
+    .await?;
     let all_final = jobs.iter().all(is_final);
     let status = if all_final {
         StatusCode::OK

@@ -160,7 +160,7 @@ pub(super) async fn wait_for(
 /// service shuts down; returns the latest row. Whatever replica runs the job,
 /// a wake-up (an event here, a change announced through the store) or a
 /// periodic recheck reads the row again: the store decides.
-async fn wait_until(
+pub(super) async fn wait_until(
     state: &AppState,
     watch: &mut Watch,
     mut row: JobRow,
