@@ -53,6 +53,47 @@ with open(os.environ["HEARTH_OUTPUT"], "w") as f:
 }
 
 #[tokio::test]
+async fn a_job_s_request_as_accepted_submits_the_same_job_again() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("acme").await;
+    let other = app.create_tenant("other").await;
+    let mut job = python_job(
+        "replay",
+        "import json, os, sys\nprint(json.load(sys.stdin)['x'] * 2, os.environ['GREETING'])",
+    );
+    job["input"] = json!({"x": 21, "nested": [1, {"y": null}]});
+    job["env"] = json!({"GREETING": "hello"});
+    let (status, first) = app.submit(&t.key, &job, Some(60.0)).await;
+    assert_eq!(status, 200, "{first}");
+    let id = first["id"].as_str().unwrap();
+
+    let (status, request) = app.get(&t.key, &format!("/v1/jobs/{id}/request")).await;
+    assert_eq!(status, 200, "{request}");
+    for field in [
+        "kind",
+        "profile",
+        "caller",
+        "command",
+        "code",
+        "input",
+        "env",
+        "timeout_s",
+    ] {
+        assert_eq!(request[field], job[field], "{field}: {request}");
+    }
+    assert_eq!(request["priority"], 0, "defaults are filled in: {request}");
+    let (status, _) = app.get(&other.key, &format!("/v1/jobs/{id}/request")).await;
+    assert_eq!(status, 404, "another tenant's job");
+
+    // Submitted again as it came back: the same job, the same answer.
+    let (status, again) = app.submit(&t.key, &request, Some(60.0)).await;
+    assert_eq!(status, 200, "{again}");
+    assert_ne!(again["id"], first["id"]);
+    assert_eq!(again["stdout"], "42 hello\n");
+    assert_eq!(again["stdout"], first["stdout"]);
+}
+
+#[tokio::test]
 async fn verifier_failure_and_invalid_output_are_reported() {
     let app = spawn_app().await;
     let t = app.create_tenant("verify").await;

@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(cancel_job))
         .routes(routes!(get_job_events))
         .routes(routes!(get_job_logs))
+        .routes(routes!(get_job_request))
 }
 
 /// How often a watcher reads its job again without being woken: the net
@@ -843,6 +844,40 @@ async fn get_job_logs(
         .await?
         .ok_or(ApiError::NotFound("job"))?;
     Ok(Json(JobLogsResponse { stdout, stderr }))
+}
+
+/// The job as it was accepted.
+///
+/// Its submission with every default filled in (timeout, priority, code,
+/// dependencies): the body that submits the same job again with
+/// `POST /v1/jobs`, and the input the job read.
+#[utoipa::path(get, path = "/v1/jobs/{id}/request", tag = "jobs", operation_id = "get_job_request",
+    params(("id" = Uuid, Path)),
+    responses((status = 200, description = "The job's submission as accepted", body = CreateJob),
+              (status = 404, body = ErrorBody)))]
+async fn get_job_request(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Json<CreateJob>> {
+    let row = hearth_store::job::get(&state.db, tenant.tenant_id, id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    let spec: hearth_core::job::Spec =
+        serde_json::from_value(row.spec).map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Json(CreateJob {
+        kind: spec.kind,
+        profile: spec.profile,
+        caller: spec.caller,
+        command: spec.command,
+        code: Some(spec.code),
+        deps: Some(spec.deps),
+        input: Some(spec.input),
+        env: Some(spec.env),
+        timeout_s: Some(spec.timeout_s),
+        priority: Some(spec.priority),
+        topology: spec.topology,
+    }))
 }
 
 #[cfg(test)]
