@@ -3,7 +3,8 @@
 # PostgreSQL), builds the workspace's binaries and runs every test, then
 # schemathesis against the live service (tests/schemathesis.sh), then the
 # generated SDKs: regenerated and compared, type-checked, and tested against
-# the live service (openapi/check.sh).
+# the live service (openapi/check.sh), then the web console's component and
+# browser tests (web/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,3 +35,7 @@ bash tests/schemathesis.sh
 
 # The Python and TypeScript SDKs (openapi/): installs their pinned tools.
 bash openapi/check.sh
+
+# The web console (web/): its component tests, then its browser tests in
+# Debian's chromium (installed if missing) against a live service.
+bash web/test.sh

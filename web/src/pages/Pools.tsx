@@ -1,0 +1,170 @@
+/**
+ * The pools: pods by state, GPU shares held, the budget and its inputs, the
+ * standby target, queue depth and the tenant's callers' keep-alive, with a
+ * chart of GPUs held over the last hour. The API keeps no history of a pool,
+ * so the chart is sampled by this page (every 5 s while a console page of
+ * this tab has the pools open) and starts empty after a reload.
+ */
+
+import { api, ok, type Schemas } from "../api.js";
+import { ErrorView, Loading, num } from "../components/common.js";
+import { DataTable } from "../components/DataTable.js";
+import { LineChart, type Sample, type Series } from "../components/LineChart.js";
+import { useResource, useTitle } from "../hooks.js";
+import { formatDuration } from "../time.js";
+
+type Pool = Schemas["PoolResponse"];
+
+const REFRESH_MS = 5000;
+const HOUR_MS = 3_600_000;
+
+/** GPUs held per profile, sampled client-side; an hour is kept. */
+const history = new Map<string, Sample[]>();
+
+export function heldGpus(p: Pool): number {
+  const h = p.gpus.held_gpus;
+  return h.active + h.warm + h.standby + h.draining;
+}
+
+export function recordSample(pools: Pool[], now: number = Date.now()): void {
+  for (const p of pools) {
+    if (p.gpus.inventory === 0) continue;
+    const samples = history.get(p.profile) ?? [];
+    samples.push({ t: now, v: heldGpus(p) });
+    while (samples.length > 0 && samples[0]!.t < now - HOUR_MS) samples.shift();
+    history.set(p.profile, samples);
+  }
+}
+
+export function gpuSeries(): Series[] {
+  return [...history.entries()].map(([name, samples]) => ({ name, samples }));
+}
+
+export function clearHistory(): void {
+  history.clear();
+}
+
+function Counts({ caption, values }: { caption: string; values: Record<string, number> }) {
+  return (
+    <table class="counts">
+      <caption>{caption}</caption>
+      <tbody>
+        {Object.entries(values).map(([k, v]) => (
+          <tr key={k}>
+            <th scope="row">{k}</th>
+            <td class="num">{num(v, 3)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function PoolCard({ pool }: { pool: Pool }) {
+  const b = pool.budget;
+  return (
+    <article class="card pool" aria-labelledby={`pool-${pool.profile}`}>
+      <h2 id={`pool-${pool.profile}`}>
+        {pool.profile} <span class="muted small">policy {pool.policy}</span>
+      </h2>
+      <dl class="facts compact">
+        <dt>Queue</dt>
+        <dd>
+          {pool.queued_jobs} jobs ({pool.queued_pods} pods) waiting
+        </dd>
+        <dt>Standby target</dt>
+        <dd>{pool.standby_target} pods</dd>
+        <dt>GPUs</dt>
+        <dd>
+          {pool.gpus.inventory === 0
+            ? "none (a CPU profile)"
+            : `${num(heldGpus(pool))} held of ${pool.gpus.inventory} (${pool.gpus.kind}), ${num(pool.gpus.free_gpus)} free, ${pool.gpus.shares_per_gpu} shares per GPU`}
+        </dd>
+        <dt>Budget</dt>
+        <dd>{b ? `${num(b.budget_gpus)} GPUs for warm and standby pods` : "none (this policy has no budget)"}</dd>
+        <dt>Your share</dt>
+        <dd>
+          {num(pool.tenant.warm_gpus)} GPUs warm, budget {pool.tenant.budget_gpus == null ? "—" : num(pool.tenant.budget_gpus)}, floor{" "}
+          {num(pool.tenant.floor_gpus)}, ceiling {pool.tenant.ceiling_gpus == null ? "unbounded" : num(pool.tenant.ceiling_gpus)},{" "}
+          {pool.tenant.queued_pods} pods queued
+        </dd>
+      </dl>
+      <div class="count-tables">
+        <Counts caption="Pods by state" values={{ ...pool.pods }} />
+        <Counts caption="GPU shares held" values={{ ...pool.gpus.held_shares }} />
+        {b ? (
+          <Counts
+            caption="Budget inputs"
+            values={{
+              "arrival rate (pods/s)": b.inputs.arrival_rate_per_s,
+              "demand (GPUs)": b.inputs.demand_gpus,
+              "floor (GPUs)": b.inputs.floor_gpus,
+              ...(b.inputs.ceiling_gpus == null ? {} : { "ceiling (GPUs)": b.inputs.ceiling_gpus }),
+              "queued pods": b.inputs.queued_pods,
+              "standby target": b.inputs.standby_target,
+            }}
+          />
+        ) : null}
+      </div>
+      <DataTable
+        caption={`Your callers in ${pool.profile}: keep-alive of their warm pods`}
+        columns={[
+          { header: "Caller", cell: (c) => c.caller },
+          { header: "Warm pods", cell: (c) => c.warm_pods, class: "num" },
+          { header: "In flight", cell: (c) => c.in_flight, class: "num" },
+          { header: "Keep-alive", cell: (c) => (c.keep_alive_ms == null ? "not kept / no expiry" : formatDuration(c.keep_alive_ms)), class: "num" },
+          { header: "Pauses seen", cell: (c) => c.pauses, class: "num" },
+        ]}
+        rows={pool.callers}
+        rowKey={(c) => c.caller}
+        empty="None of your callers holds or recently held a pod here."
+      />
+    </article>
+  );
+}
+
+export function Pools() {
+  useTitle("Pools");
+  const pools = useResource(
+    async (signal) => {
+      const answer = ok(await api().GET("/v1/pools", { signal }));
+      recordSample(answer.pools);
+      return answer;
+    },
+    [],
+    { refreshMs: REFRESH_MS },
+  );
+  const data = pools.data;
+  const now = Date.now();
+  return (
+    <section aria-labelledby="pools-title">
+      <h1 id="pools-title">Pools</h1>
+      <ErrorView error={pools.error} title="Could not read the pools" />
+      {pools.loading && !data ? <Loading what="pools" /> : null}
+      {data ? (
+        <>
+          <p class={data.leader.is_leader ? "muted" : "notice"}>
+            {data.leader.is_leader
+              ? `This replica leads (${data.leader.host ?? "?"}).`
+              : `This replica does not lead: its pools read empty. Leader: ${data.leader.replica_id ?? "none at the moment"} on ${data.leader.host ?? "?"}.`}
+          </p>
+          <section aria-labelledby="gpu-chart-title">
+            <h2 id="gpu-chart-title">GPUs held, last hour</h2>
+            <p class="muted small">
+              Sampled by this page every {REFRESH_MS / 1000} s while it is open (the API keeps no history): the chart
+              starts when you open the page.
+            </p>
+            {data.pools.some((p) => p.gpus.inventory > 0) ? (
+              <LineChart series={gpuSeries()} from={now - HOUR_MS} to={now} label="GPUs held by pool over the last hour" unit="GPUs" />
+            ) : (
+              <p class="muted">No pool of this service has GPUs.</p>
+            )}
+          </section>
+          {data.pools.map((p) => (
+            <PoolCard pool={p} key={p.profile} />
+          ))}
+        </>
+      ) : null}
+    </section>
+  );
+}
