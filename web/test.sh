@@ -105,6 +105,7 @@ JSON
     HEARTH_SHUTDOWN_GRACE_S=2 \
     HEARTH_DB_MAX_CONNECTIONS=8 \
     HEARTH_CONTROL_K=0 \
+    HEARTH_POOL_HISTORY_STEP_S=0.5 \
         "$bin_dir/hearth" serve >"$state_dir/serve.log" 2>&1 &
     server_pid=$!
     base=""

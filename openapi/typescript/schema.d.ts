@@ -640,6 +640,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pools/{profile}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GPUs the pool held over the last hour.
+         * @description The leading replica records what the pool holds (active, warm, standby,
+         *     draining, in GPUs) every `step_s` seconds and keeps an hour of it. A new
+         *     leader starts with none; a replica that does not lead answers none.
+         */
+        get: operations["get_pool_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/profiles": {
         parameters: {
             query?: never;
@@ -1363,6 +1385,19 @@ export interface components {
             /** Format: double */
             warm: number;
         };
+        /** @description The GPUs a pool held at one moment, by what held them. */
+        GpuSampleResponse: {
+            /** Format: double */
+            active: number;
+            /** Format: date-time */
+            at: string;
+            /** Format: double */
+            draining: number;
+            /** Format: double */
+            standby: number;
+            /** Format: double */
+            warm: number;
+        };
         /** @description Shares of GPU by what holds them. */
         GpuShares: {
             /** Format: int64 */
@@ -1638,6 +1673,18 @@ export interface components {
             kind: string;
             /** Format: int32 */
             shares_per_gpu: number;
+        };
+        PoolHistoryResponse: {
+            /** @description Which replica holds this pool: only the leader keeps its history. */
+            leader: components["schemas"]["LeaderResponse"];
+            profile: string;
+            /** @description Oldest first, at most an hour of them. */
+            samples: components["schemas"]["GpuSampleResponse"][];
+            /**
+             * Format: double
+             * @description Seconds between samples (`HEARTH_POOL_HISTORY_STEP_S`).
+             */
+            step_s: number;
         };
         /** @description Pods of the pool by state. */
         PoolPods: {
@@ -4497,6 +4544,65 @@ export interface operations {
                 };
             };
             /** @description `not_found`: no such resource (for this tenant) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_pool_history: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A profile of this service */
+                profile: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pool's samples, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PoolHistoryResponse"];
+                };
+            };
+            /** @description `invalid_request`: a path or query parameter, a header or the body could not be parsed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `not_found`: no such profile */
             404: {
                 headers: {
                     [name: string]: unknown;

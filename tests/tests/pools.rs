@@ -222,6 +222,7 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
     let mut config = config();
     config.profiles = Some(profiles);
     config.gpus = Some(2);
+    config.pool_history_step_s = 0.2;
     let database_url = config.database_url.clone();
     let app = spawn_app_with(config).await;
     let t = app.create_tenant("budgeted").await;
@@ -245,6 +246,38 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
     let p = pool(&app, &t.key, "gpu-one").await;
     assert_eq!(p["gpus"]["held_gpus"]["warm"], 1.0, "{p}");
     assert_eq!(p["tenant"]["warm_gpus"], 1.0);
+
+    // The leader's history of GPUs held shows the warm pod within a step,
+    // after samples from before the job, oldest first.
+    let history = eventually("a sample with the warm GPU", async || {
+        let (status, h) = app.get(&t.key, "/v1/pools/gpu-one/history").await;
+        assert_eq!(status, 200, "{h}");
+        let samples = h["samples"].as_array()?;
+        (samples.last()?["warm"] == 1.0).then_some(h)
+    })
+    .await;
+    assert_eq!(history["step_s"], 0.2);
+    assert_eq!(history["leader"]["is_leader"], true);
+    let samples = history["samples"].as_array().unwrap();
+    assert!(samples.len() >= 2, "{history}");
+    let at = |s: &Value| {
+        time::OffsetDateTime::parse(
+            s["at"].as_str().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+    };
+    assert!(
+        samples.windows(2).all(|w| at(&w[0]) < at(&w[1])),
+        "{history}"
+    );
+    assert!(
+        samples
+            .iter()
+            .all(|s| s["active"].is_f64() && s["standby"].is_f64() && s["draining"].is_f64())
+    );
+    let (status, err) = app.get(&t.key, "/v1/pools/nope/history").await;
+    assert_eq!((status, err["code"].as_str()), (404, Some("not_found")));
     assert!(p["budget"]["budget_gpus"].as_f64().unwrap() >= 1.0, "{p}");
 
     // A gang bigger than the inventory can never be placed.

@@ -314,6 +314,10 @@ describe("console", () => {
     expect(text).toContain("Budget");
     await expect.poll(() => card.locator("table.data tbody tr", { hasText: "e2e-gpu" }).count()).toBe(1);
     await expect.poll(() => page.locator("svg path.series").count()).toBeGreaterThanOrEqual(1);
+    // The leader's history (sampled every 0.5 s here) holds the warm GPU.
+    await expect
+      .poll(() => page.getByRole("img", { name: /GPUs held by pool/ }).getAttribute("aria-label"), { timeout: 15_000 })
+      .toMatch(/gpu-one: 1(\.0+)? GPUs/);
     await shot(page, "11-pools");
   });
 

@@ -10,7 +10,7 @@ import { JobDetail } from "../src/pages/JobDetail.js";
 import { Jobs } from "../src/pages/Jobs.js";
 import { Keys } from "../src/pages/Keys.js";
 import { PodDetail } from "../src/pages/Pods.js";
-import { clearHistory, Pools } from "../src/pages/Pools.js";
+import { Pools } from "../src/pages/Pools.js";
 import { SignIn } from "../src/pages/SignIn.js";
 import { ApiError } from "../src/api.js";
 import { setZone } from "../src/time.js";
@@ -221,8 +221,7 @@ describe("pages", () => {
     expect(root.textContent).toContain("idle_ms120000");
   });
 
-  it("pools: pods by state, GPUs, budget, callers and the sampled chart", async () => {
-    clearHistory();
+  it("pools: pods by state, GPUs, budget, callers and the chart of the pool's history", async () => {
     const pool = {
       profile: "gpu-one",
       policy: "firepool",
@@ -236,7 +235,20 @@ describe("pages", () => {
       tenant: { budget_gpus: 1, ceiling_gpus: null, floor_gpus: 0, queued_pods: 1, warm_gpus: 0.25 },
       callers: [{ caller: "agent-7", in_flight: 1, keep_alive_ms: 30000, pauses: 12, warm_pods: 1 }],
     };
-    fakeApi({ "GET /v1/pools": () => json(200, { leader: pool.leader, pools: [pool] }) });
+    const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000).toISOString();
+    const history = {
+      leader: pool.leader,
+      profile: "gpu-one",
+      step_s: 10,
+      samples: [
+        { at: at(30), active: 0, warm: 0, standby: 0.25, draining: 0 },
+        { at: at(0.1), active: 1, warm: 0.25, standby: 0.25, draining: 0 },
+      ],
+    };
+    fakeApi({
+      "GET /v1/pools": () => json(200, { leader: pool.leader, pools: [pool] }),
+      "GET /v1/pools/gpu-one/history": () => json(200, history),
+    });
     root = await mount(<Pools />);
     await waitFor(() => expect(root!.querySelector("#pool-gpu-one")).not.toBeNull());
     expect(root.textContent).toContain("1.50 held of 2 (accounting-only)");
@@ -244,6 +256,7 @@ describe("pages", () => {
     const caller = [...root.querySelectorAll("table.data tbody tr")].find((r) => r.textContent!.startsWith("agent-7"))!;
     expect([...caller.querySelectorAll("td")].map((td) => td.textContent)).toEqual(["agent-7", "1", "1", "30 s", "12"]);
     expect(root.querySelector("svg path.series")).not.toBeNull();
+    expect(root.textContent).toContain("sampled them every 10 s");
     expect(root.querySelector("svg")!.getAttribute("aria-label")).toContain("gpu-one: 1.5 GPUs");
   });
 });

@@ -146,6 +146,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
             job_output_bytes: config.job_output_bytes,
             pod_start_timeout: Duration::from_secs(config.pod_start_timeout_s),
             pools: config.pool_settings(gpus)?,
+            history_step: config.pool_history_step()?,
             tracer: crate::telemetry::Tracer::current(),
         },
         metrics.clone(),

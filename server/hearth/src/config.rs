@@ -200,6 +200,12 @@ pub struct Config {
     #[arg(long, env = "HEARTH_POOL_POLICY", default_value = "firepool")]
     pub pool_policy: hearth_pool::Kind,
 
+    /// Seconds between the samples of the GPUs each pool holds, which the
+    /// leader keeps for an hour (`GET /v1/pools/{profile}/history`, the
+    /// console's chart): 0.1 to 600.
+    #[arg(long, env = "HEARTH_POOL_HISTORY_STEP_S", default_value_t = 10.0)]
+    pub pool_history_step_s: f64,
+
     /// Fewest standby pods (started, unbound) each pool keeps (firepool).
     #[arg(long, env = "HEARTH_STANDBY_MIN", default_value_t = 2)]
     pub standby_min: u32,
@@ -426,6 +432,19 @@ impl Config {
             max_exact_steps: self.control_max_exact_steps,
         };
         Ok((settings, self.control_k))
+    }
+
+    /// The pool history's step (see `--pool-history-step-s`).
+    ///
+    /// # Errors
+    /// The step is not between 0.1 and 600 seconds.
+    pub fn pool_history_step(&self) -> anyhow::Result<std::time::Duration> {
+        let s = self.pool_history_step_s;
+        anyhow::ensure!(
+            (0.1..=600.0).contains(&s),
+            "--pool-history-step-s must be between 0.1 and 600 seconds, not {s}"
+        );
+        Ok(std::time::Duration::from_secs_f64(s))
     }
 
     /// The submission limits this configuration implies.

@@ -1,47 +1,37 @@
 /**
  * The pools: pods by state, GPU shares held, the budget and its inputs, the
  * standby target, queue depth and the tenant's callers' keep-alive, with a
- * chart of GPUs held over the last hour. The API keeps no history of a pool,
- * so the chart is sampled by this page (every 5 s while a console page of
- * this tab has the pools open) and starts empty after a reload.
+ * chart of GPUs held over the last hour, from the history the leading
+ * replica keeps of each pool (`GET /v1/pools/{profile}/history`).
  */
 
 import { api, ok, type Schemas } from "../api.js";
 import { ErrorView, Loading, num } from "../components/common.js";
 import { DataTable } from "../components/DataTable.js";
-import { LineChart, type Sample, type Series } from "../components/LineChart.js";
+import { LineChart, type Series } from "../components/LineChart.js";
 import { useResource, useTitle } from "../hooks.js";
 import { formatDuration } from "../time.js";
 
 type Pool = Schemas["PoolResponse"];
+type History = Schemas["PoolHistoryResponse"];
 
 const REFRESH_MS = 5000;
 const HOUR_MS = 3_600_000;
-
-/** GPUs held per profile, sampled client-side; an hour is kept. */
-const history = new Map<string, Sample[]>();
 
 export function heldGpus(p: Pool): number {
   const h = p.gpus.held_gpus;
   return h.active + h.warm + h.standby + h.draining;
 }
 
-export function recordSample(pools: Pool[], now: number = Date.now()): void {
-  for (const p of pools) {
-    if (p.gpus.inventory === 0) continue;
-    const samples = history.get(p.profile) ?? [];
-    samples.push({ t: now, v: heldGpus(p) });
-    while (samples.length > 0 && samples[0]!.t < now - HOUR_MS) samples.shift();
-    history.set(p.profile, samples);
-  }
-}
-
-export function gpuSeries(): Series[] {
-  return [...history.entries()].map(([name, samples]) => ({ name, samples }));
-}
-
-export function clearHistory(): void {
-  history.clear();
+/** A pool's history as a chart series: all the GPUs it held, by time. */
+export function gpuSeries(history: History): Series {
+  return {
+    name: history.profile,
+    samples: history.samples.map((s) => ({
+      t: Date.parse(s.at),
+      v: s.active + s.warm + s.standby + s.draining,
+    })),
+  };
 }
 
 function Counts({ caption, values }: { caption: string; values: Record<string, number> }) {
@@ -128,8 +118,14 @@ export function Pools() {
   const pools = useResource(
     async (signal) => {
       const answer = ok(await api().GET("/v1/pools", { signal }));
-      recordSample(answer.pools);
-      return answer;
+      const histories = await Promise.all(
+        answer.pools
+          .filter((p) => p.gpus.inventory > 0)
+          .map(async (p) =>
+            ok(await api().GET("/v1/pools/{profile}/history", { params: { path: { profile: p.profile } }, signal })),
+          ),
+      );
+      return { ...answer, histories };
     },
     [],
     { refreshMs: REFRESH_MS },
@@ -151,11 +147,17 @@ export function Pools() {
           <section aria-labelledby="gpu-chart-title">
             <h2 id="gpu-chart-title">GPUs held, last hour</h2>
             <p class="muted small">
-              Sampled by this page every {REFRESH_MS / 1000} s while it is open (the API keeps no history): the chart
-              starts when you open the page.
+              Active, warm, standby and draining GPUs together, as the leading replica sampled them
+              {data.histories[0] ? ` every ${data.histories[0].step_s} s` : ""} (a new leader starts a new history).
             </p>
-            {data.pools.some((p) => p.gpus.inventory > 0) ? (
-              <LineChart series={gpuSeries()} from={now - HOUR_MS} to={now} label="GPUs held by pool over the last hour" unit="GPUs" />
+            {data.histories.length > 0 ? (
+              <LineChart
+                series={data.histories.map(gpuSeries)}
+                from={now - HOUR_MS}
+                to={now}
+                label="GPUs held by pool over the last hour"
+                unit="GPUs"
+              />
             ) : (
               <p class="muted">No pool of this service has GPUs.</p>
             )}

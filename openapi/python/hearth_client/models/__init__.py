@@ -52,6 +52,7 @@ from .event_result import EventResult
 from .events_response import EventsResponse
 from .field_error import FieldError
 from .gpu_amounts import GpuAmounts
+from .gpu_sample_response import GpuSampleResponse
 from .gpu_shares import GpuShares
 from .health_response import HealthResponse
 from .job_error import JobError
@@ -73,6 +74,7 @@ from .policy_response import PolicyResponse
 from .policy_route_response import PolicyRouteResponse
 from .pool_budget import PoolBudget
 from .pool_gpus import PoolGpus
+from .pool_history_response import PoolHistoryResponse
 from .pool_pods import PoolPods
 from .pool_response import PoolResponse
 from .profile_response import ProfileResponse
@@ -147,6 +149,7 @@ __all__ = (
     "EventsResponse",
     "FieldError",
     "GpuAmounts",
+    "GpuSampleResponse",
     "GpuShares",
     "HealthResponse",
     "JobError",
@@ -167,6 +170,7 @@ __all__ = (
     "PolicyRouteResponse",
     "PoolBudget",
     "PoolGpus",
+    "PoolHistoryResponse",
     "PoolPods",
     "PoolResponse",
     "ProfileResponse",

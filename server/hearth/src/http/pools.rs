@@ -14,12 +14,13 @@ use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{Json, Path};
-use crate::scheduler::{Leader, PoolView};
+use crate::scheduler::{GpuSample, Leader, PoolView};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_pools))
         .routes(routes!(get_pool))
+        .routes(routes!(get_pool_history))
 }
 
 /// Pods of the pool by state.
@@ -286,4 +287,66 @@ async fn get_pool(
         .ok_or(ApiError::NotFound("pool"))?;
     let leader = LeaderResponse::from(state.scheduler.leader().await?);
     Ok(Json(respond(view, &leader)))
+}
+
+/// The GPUs a pool held at one moment, by what held them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GpuSampleResponse {
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: time::OffsetDateTime,
+    pub active: f64,
+    pub warm: f64,
+    pub standby: f64,
+    pub draining: f64,
+}
+
+impl From<GpuSample> for GpuSampleResponse {
+    fn from(s: GpuSample) -> Self {
+        GpuSampleResponse {
+            at: s.at,
+            active: s.active,
+            warm: s.warm,
+            standby: s.standby,
+            draining: s.draining,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoolHistoryResponse {
+    /// Which replica holds this pool: only the leader keeps its history.
+    pub leader: LeaderResponse,
+    pub profile: String,
+    /// Seconds between samples (`HEARTH_POOL_HISTORY_STEP_S`).
+    pub step_s: f64,
+    /// Oldest first, at most an hour of them.
+    pub samples: Vec<GpuSampleResponse>,
+}
+
+/// GPUs the pool held over the last hour.
+///
+/// The leading replica records what the pool holds (active, warm, standby,
+/// draining, in GPUs) every `step_s` seconds and keeps an hour of it. A new
+/// leader starts with none; a replica that does not lead answers none.
+#[utoipa::path(get, path = "/v1/pools/{profile}/history", tag = "pools", operation_id = "get_pool_history",
+    params(("profile" = String, Path, description = "A profile of this service")),
+    responses((status = 200, description = "The pool's samples, oldest first", body = PoolHistoryResponse),
+              (status = 404, description = "`not_found`: no such profile", body = ErrorBody)))]
+async fn get_pool_history(
+    State(state): State<AppState>,
+    _tenant: Tenant,
+    Path(profile): Path<String>,
+) -> ApiResult<Json<PoolHistoryResponse>> {
+    let samples = state
+        .scheduler
+        .gpu_history(&profile)
+        .ok_or(ApiError::NotFound("pool"))?;
+    let leader = LeaderResponse::from(state.scheduler.leader().await?);
+    Ok(Json(PoolHistoryResponse {
+        leader,
+        profile,
+        step_s: state.config.pool_history_step_s,
+        samples: samples.into_iter().map(Into::into).collect(),
+    }))
 }

@@ -258,6 +258,7 @@ impl Scheduler {
         }
         let mut next_sync = Instant::now() + SYNC;
         let mut next_budgets = Instant::now() + BUDGET_SYNC;
+        let mut next_sample = Instant::now();
         let mut last_pickup = Instant::now();
         let mut next_pickup = last_pickup + PICKUP_SCAN;
         let mut pickup_gap = PICKUP_GAP;
@@ -270,7 +271,8 @@ impl Scheduler {
             let wake_at = self
                 .next_wakeup()
                 .map_or(next_sync, |w| w.min(next_sync))
-                .min(pickup_at);
+                .min(pickup_at)
+                .min(next_sample);
             tokio::select! {
                 () = self.inner.wake.notified() => {}
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -301,6 +303,10 @@ impl Scheduler {
                 return;
             }
             let now = Instant::now();
+            if now >= next_sample {
+                self.sample_gpus();
+                next_sample = now + self.inner.settings.history_step;
+            }
             if !draining && (now >= next_pickup || wanted && now >= last_pickup + pickup_gap) {
                 if let Err(e) = self.pick_up(now >= next_pickup).await {
                     tracing::warn!(error = %e, "picking up queued jobs failed");

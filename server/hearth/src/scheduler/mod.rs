@@ -43,9 +43,9 @@ mod views;
 
 use gpu::devices;
 pub use gpu::{Gpus, PoolSettings};
-pub use views::{BudgetError, PodCounts, PoolView};
+pub use views::{BudgetError, GpuSample, PodCounts, PoolView};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -104,6 +104,9 @@ pub struct Settings {
     pub job_output_bytes: usize,
     pub pod_start_timeout: Duration,
     pub pools: PoolSettings,
+    /// How often the leader samples the GPUs each pool holds (an hour of
+    /// samples is kept).
+    pub history_step: Duration,
     /// Writes the spans of each job's phases (off without trace export).
     pub tracer: crate::telemetry::Tracer,
 }
@@ -238,6 +241,8 @@ struct State {
     /// While a pickup scan runs: the jobs that ended meanwhile, which the
     /// scan may have seen queued but must not queue again.
     scanning: Option<HashSet<Uuid>>,
+    /// GPUs each pool held over the last hour, while this replica leads.
+    gpu_history: BTreeMap<String, VecDeque<GpuSample>>,
 }
 
 impl State {

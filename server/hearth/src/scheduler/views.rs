@@ -28,6 +28,19 @@ pub struct PoolView {
     pub callers: HashMap<CallerId, String>,
 }
 
+/// How far back the leader keeps the GPUs each pool held.
+const HISTORY: Duration = Duration::from_secs(3600);
+
+/// The GPUs a pool held at one moment, by what held them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuSample {
+    pub at: time::OffsetDateTime,
+    pub active: f64,
+    pub warm: f64,
+    pub standby: f64,
+    pub draining: f64,
+}
+
 /// A tenant budget the pools refuse.
 #[derive(Debug, thiserror::Error)]
 pub enum BudgetError {
@@ -87,6 +100,51 @@ impl Scheduler {
                 .map(|(&id, (_, name))| (id, name.clone()))
                 .collect(),
         })
+    }
+
+    /// Records what every pool holds now (the leader, every
+    /// `Settings::history_step`), forgetting samples older than an hour.
+    pub(super) fn sample_gpus(&self) {
+        let at = time::OffsetDateTime::now_utc();
+        let keep = (HISTORY.as_secs_f64() / self.inner.settings.history_step.as_secs_f64()).ceil()
+            as usize;
+        let mut st = self.state();
+        let samples: Vec<(String, GpuSample)> = st
+            .pools
+            .iter()
+            .map(|(name, pp)| {
+                let g = pp.pool.snapshot().gpus;
+                let sample = GpuSample {
+                    at,
+                    active: g.active,
+                    warm: g.warm,
+                    standby: g.standby,
+                    draining: g.draining,
+                };
+                (name.clone(), sample)
+            })
+            .collect();
+        for (name, sample) in samples {
+            let history = st.gpu_history.entry(name).or_default();
+            while history.len() >= keep.max(1) {
+                history.pop_front();
+            }
+            history.push_back(sample);
+        }
+    }
+
+    /// The GPUs `profile`'s pool held over the last hour, oldest first (empty
+    /// on a replica that does not lead, and from a new leader's start);
+    /// `None` for a profile without a pool.
+    pub fn gpu_history(&self, profile: &str) -> Option<Vec<GpuSample>> {
+        let st = self.state();
+        st.pools.get(profile)?;
+        Some(
+            st.gpu_history
+                .get(profile)
+                .map(|h| h.iter().copied().collect())
+                .unwrap_or_default(),
+        )
     }
 
     /// The profiles with pools.
