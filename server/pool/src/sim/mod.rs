@@ -195,6 +195,29 @@ pub fn simulate(path: &Path, kind: Kind, params: &SimParams) -> Result<Summary, 
     Ok(Run::new(&file, &index, kind, params)?.run()?.0)
 }
 
+/// Reads every row of the trace at `path` the way a simulation does (the
+/// indexing pass, then each caller's rows through its cursor, one row per
+/// caller in turn) without running a policy; returns the rows read. For the
+/// `simulate` bench, which times reading apart from simulating.
+pub fn read_trace(path: &Path, params: &SimParams) -> Result<u64, Error> {
+    let file = File::open(path)?;
+    let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
+    let mut cursors: Vec<Cursor> = index.callers.iter().map(Cursor::new).collect();
+    let mut rows = 0;
+    while !cursors.is_empty() {
+        let mut i = 0;
+        while i < cursors.len() {
+            if cursors[i].next(&file, &index)?.is_some() {
+                rows += 1;
+                i += 1;
+            } else {
+                cursors.swap_remove(i);
+            }
+        }
+    }
+    Ok(rows)
+}
+
 /// Replays the trace through every policy in `kinds` (see
 /// [`Kind::comparison_set`]), indexing it once, and draws the chart.
 pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Comparison, Error> {
