@@ -202,12 +202,16 @@ pub fn simulate(path: &Path, kind: Kind, params: &SimParams) -> Result<Summary, 
 pub fn read_trace(path: &Path, params: &SimParams) -> Result<u64, Error> {
     let file = File::open(path)?;
     let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
-    let mut cursors: Vec<Cursor> = index.callers.iter().map(Cursor::new).collect();
+    let mut cursors: Vec<Cursor<'_>> = index
+        .callers
+        .iter()
+        .map(|span| Cursor::new(&file, span))
+        .collect();
     let mut rows = 0;
     while !cursors.is_empty() {
         let mut i = 0;
         while i < cursors.len() {
-            if cursors[i].next(&file, &index)?.is_some() {
+            if cursors[i].next(&index)?.is_some() {
                 rows += 1;
                 i += 1;
             } else {
@@ -486,8 +490,8 @@ struct PoolRun {
 }
 
 #[derive(Debug)]
-struct CallerRun {
-    cursor: Option<Cursor>,
+struct CallerRun<'a> {
+    cursor: Option<Cursor<'a>>,
     next: Option<Row>,
     /// Jobs in flight per pool it has used (pool, jobs): a caller across
     /// profiles is one loop, and each pool hears when it runs elsewhere.
@@ -529,7 +533,7 @@ struct Run<'a> {
     seq: u64,
     /// Events in the heap other than wake-ups.
     pending: usize,
-    callers: Vec<CallerRun>,
+    callers: Vec<CallerRun<'a>>,
     jobs: HashMap<JobId, SimJob>,
     starting: HashSet<(u32, PodId)>,
     /// Pods bound ahead of a burst, and when their binding is done.
@@ -616,7 +620,7 @@ impl<'a> Run<'a> {
     fn advance_caller(&mut self, c: u32) -> Result<(), Error> {
         let run = &mut self.callers[c as usize];
         let row = match run.cursor.as_mut() {
-            Some(cursor) => cursor.next(self.file, self.index)?,
+            Some(cursor) => cursor.next(self.index)?,
             None => None,
         };
         match row {
@@ -771,7 +775,7 @@ impl<'a> Run<'a> {
         }
         for span in &self.index.callers {
             self.callers.push(CallerRun {
-                cursor: Some(Cursor::new(span)),
+                cursor: Some(Cursor::new(self.file, span)),
                 next: None,
                 in_flight: Vec::new(),
             });
