@@ -52,7 +52,7 @@ impl<R: BufRead> Records<R> {
             if raw.as_slice().contains(&b'\n') {
                 let spanned = raw.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
                 // A quote left open at the end took the final `\n` with it.
-                let open = raw.iter().last().is_some_and(|f| f.ends_with(b"\n"));
+                let open = raw.as_slice().ends_with(b"\n");
                 self.line = after - spanned - u64::from(!open);
                 return Err(self.error(ParseError::Unterminated));
             }

@@ -159,7 +159,7 @@ impl<'a> Records<'a> {
             if record.as_slice().contains(&b'\n') {
                 let spanned = record.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
                 // A quote left open at the end took the final `\n` with it.
-                let open = record.iter().last().is_some_and(|f| f.ends_with(b"\n"));
+                let open = record.as_slice().ends_with(b"\n");
                 return Err(Error::Trace {
                     line: after - spanned - u64::from(!open),
                     message: "unterminated quoted field".to_owned(),
