@@ -60,6 +60,8 @@ pub enum Error {
     Trace { line: u64, message: String },
     #[error(transparent)]
     Policy(#[from] policy::Error),
+    #[error("drawing the chart: {0}")]
+    Chart(String),
     #[error(
         "the simulation stalled at {at_s:.1} s: {waiting} jobs can never be placed (too few GPUs or pods?)"
     )]
@@ -258,7 +260,7 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
         })
         .collect();
     Ok(Comparison {
-        svg: svg::chart(&title, &curves, &points),
+        svg: svg::chart(&title, &curves, &points).map_err(|e| Error::Chart(e.to_string()))?,
         summaries,
     })
 }
