@@ -11,8 +11,9 @@
 //! finished, so callers advance independently and no single pass over the
 //! file can follow them. One indexing pass validates every row and records
 //! where each caller's rows lie (O(callers) memory); the simulation then keeps
-//! one cursor per caller that reads that caller's rows lazily by offset through
-//! its own CSV reader with a small buffer. Memory follows callers, never the trace's length.
+//! one cursor per caller that reads that caller's rows lazily by offset,
+//! through its own CSV reader with a 1 KiB buffer. Memory follows callers,
+//! never the trace's length.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
