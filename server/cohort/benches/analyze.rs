@@ -1,12 +1,13 @@
 //! Times the full offline analysis (F, P*, U) on a synthetic log the size of a
 //! replayed trace: 650,000 events over 70 routes with Zipf route popularity and
-//! bursty Poisson releases, δ = 50 ms, K = 256. Prints figures; asserts nothing
-//! about time. Run: `cargo bench -p hearth-cohort --bench analyze`.
+//! bursty Poisson releases, δ = 50 ms, K = 256, and reading the same log from
+//! CSV. Prints figures; asserts nothing about time. Run:
+//! `cargo bench -p hearth-cohort --bench analyze`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hearth_cohort::{Events, Params, SplitMix64, analyze};
+use hearth_cohort::{Events, Params, SplitMix64, analyze, read_csv};
 
 const EVENTS: usize = 650_000;
 const ROUTES: usize = 70;
@@ -87,6 +88,17 @@ fn jittered_route(n: usize, per_delta: f64, seed: u64) -> Events {
     events
 }
 
+/// The log as an event-log CSV with per-event deadlines.
+fn to_csv(events: &Events) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = b"release_ns,route,deadline_ns\n".to_vec();
+    for e in events.events() {
+        let route = events.routes().name(e.route).expect("interned");
+        writeln!(out, "{},{route},{}", e.release_ns, e.deadline_ns).expect("write");
+    }
+    out
+}
+
 fn time_once(events: &Events, params: &Params) -> (Duration, hearth_cohort::Report) {
     let t = Instant::now();
     let report = analyze(black_box(events), black_box(params)).expect("analysis");
@@ -135,6 +147,25 @@ fn main() {
         input_bytes as f64 / (1 << 20) as f64
     );
     let params = Params::new(K, DELTA_NS);
+
+    let csv = to_csv(&events);
+    let mut read_times: Vec<Duration> = (0..REPEATS)
+        .map(|_| {
+            let t = Instant::now();
+            let read = read_csv(black_box(csv.as_slice()), DELTA_NS).expect("read");
+            assert_eq!(read.len(), events.len());
+            t.elapsed()
+        })
+        .collect();
+    read_times.sort_unstable();
+    let (best, median) = (read_times[0], read_times[REPEATS / 2]);
+    println!(
+        "read_csv (release_ns,route,deadline_ns; {:.1} MiB), {REPEATS} runs: best {best:.2?}, \
+         median {median:.2?}; {:.2} M events/s, {:.0} MB/s (median)",
+        csv.len() as f64 / (1 << 20) as f64,
+        events.len() as f64 / median.as_secs_f64() / 1e6,
+        csv.len() as f64 / median.as_secs_f64() / 1e6,
+    );
 
     let mut times: Vec<Duration> = Vec::with_capacity(REPEATS);
     let mut report = None;

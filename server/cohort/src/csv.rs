@@ -1,65 +1,83 @@
 //! Streaming CSV for event logs (`release_ns,route[,deadline_ns]`) and the
-//! small record splitter shared with the sessions format. One line is held in
-//! memory at a time. Fields may be double-quoted (`""` escapes a quote) but may
-//! not span lines; unquoted fields are trimmed; blank lines are skipped.
+//! record reader shared with the sessions format, on the `csv` crate. One
+//! record is held in memory at a time. A UTF-8 byte order mark is skipped;
+//! fields may be double-quoted (`""` escapes a quote; the quote must open the
+//! field) but may not span lines; fields are trimmed (quoted ones too); blank
+//! lines are skipped.
 
-use std::io::{BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
+
+use csv::StringRecord;
 
 use crate::{Error, Events, ParseError};
 
-/// A line-at-a-time CSV record reader with reusable buffers.
+/// A record reader that knows each record's 1-based line, with reusable
+/// buffers.
 pub(crate) struct Records<R> {
-    reader: R,
-    raw: Vec<u8>,
-    text: String,
-    spans: Vec<(usize, usize)>,
+    reader: csv::Reader<Ended<R>>,
+    record: StringRecord,
     line: u64,
 }
 
 impl<R: BufRead> Records<R> {
-    pub(crate) fn new(reader: R) -> Self {
-        Self {
-            reader,
-            raw: Vec::new(),
-            text: String::new(),
-            spans: Vec::new(),
-            line: 0,
+    pub(crate) fn new(mut reader: R) -> Result<Self, Error> {
+        if reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+            reader.consume(3);
         }
+        let reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_reader(Ended {
+                inner: reader,
+                ended: false,
+            });
+        Ok(Self {
+            reader,
+            record: StringRecord::new(),
+            line: 0,
+        })
     }
 
-    /// Reads the next non-blank line and splits it; `false` at end of input.
+    /// Reads the next non-blank record; `false` at end of input.
     pub(crate) fn next_record(&mut self) -> Result<bool, Error> {
+        let mut raw = std::mem::take(&mut self.record).into_byte_record();
         loop {
-            self.raw.clear();
-            if self.reader.read_until(b'\n', &mut self.raw)? == 0 {
+            if !self.reader.read_byte_record(&mut raw).map_err(io_error)? {
                 return Ok(false);
             }
-            self.line += 1;
-            let mut bytes = self.raw.as_slice();
-            if self.line == 1 {
-                bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+            // Every record ends with a `\n` (see `Ended`), so the reader is
+            // one line past it, less the lines a quoted field ran over.
+            let after = self.reader.position().line();
+            if raw.as_slice().contains(&b'\n') {
+                let spanned = raw.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
+                // A quote left open at the end took the final `\n` with it.
+                let open = raw.as_slice().ends_with(b"\n");
+                self.line = after - spanned - u64::from(!open);
+                return Err(self.error(ParseError::Unterminated));
             }
-            let bytes = bytes.trim_ascii();
-            if bytes.is_empty() {
+            self.line = after - 1;
+            if raw.len() == 1 && raw[0].trim_ascii().is_empty() {
                 continue;
             }
-            let line = std::str::from_utf8(bytes)
-                .map_err(|_| Error::parse(self.line, ParseError::NotUtf8))?;
-            split(line, &mut self.text, &mut self.spans)
-                .map_err(|reason| Error::parse(self.line, reason))?;
-            return Ok(true);
+            match StringRecord::from_byte_record(raw) {
+                Ok(record) => {
+                    self.record = record;
+                    return Ok(true);
+                }
+                Err(_) => return Err(self.error(ParseError::NotUtf8)),
+            }
         }
     }
 
     /// Number of fields of the current record.
     pub(crate) fn len(&self) -> usize {
-        self.spans.len()
+        self.record.len()
     }
 
-    /// Field `i` of the current record.
+    /// Field `i` of the current record, trimmed.
     pub(crate) fn field(&self, i: usize) -> &str {
-        let (start, end) = self.spans[i];
-        &self.text[start..end]
+        self.record[i].trim()
     }
 
     pub(crate) fn error(&self, reason: ParseError) -> Error {
@@ -67,48 +85,31 @@ impl<R: BufRead> Records<R> {
     }
 }
 
-/// Splits one line into fields, unescaping quoted ones into `out`.
-fn split(line: &str, out: &mut String, spans: &mut Vec<(usize, usize)>) -> Result<(), ParseError> {
-    out.clear();
-    spans.clear();
-    let mut rest = line;
-    loop {
-        let trimmed = rest.trim_start();
-        let start = out.len();
-        if let Some(mut quoted) = trimmed.strip_prefix('"') {
-            loop {
-                let Some(q) = quoted.find('"') else {
-                    return Err(ParseError::Unterminated);
-                };
-                out.push_str(&quoted[..q]);
-                quoted = &quoted[q + 1..];
-                if let Some(after) = quoted.strip_prefix('"') {
-                    out.push('"');
-                    quoted = after;
-                } else {
-                    break;
-                }
-            }
-            spans.push((start, out.len()));
-            let after = quoted.trim_start();
-            match after.strip_prefix(',') {
-                Some(next) => rest = next,
-                None if after.is_empty() => return Ok(()),
-                // Text after a closing quote: keep it verbatim rather than guess.
-                None => return Err(ParseError::Unterminated),
-            }
-        } else {
-            let (field, next) = match trimmed.find(',') {
-                Some(c) => (&trimmed[..c], Some(&trimmed[c + 1..])),
-                None => (trimmed, None),
-            };
-            out.push_str(field.trim_end());
-            spans.push((start, out.len()));
-            match next {
-                Some(next) => rest = next,
-                None => return Ok(()),
-            }
+/// The csv crate reports only I/O errors for byte records read flexibly.
+fn io_error(e: csv::Error) -> Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => Error::Io(e),
+        other => Error::Io(io::Error::other(format!("{other:?}"))),
+    }
+}
+
+/// `inner`, then one `\n`: every record then ends with a terminator (the
+/// reader's line count is one past it), and a quote left open at the end
+/// takes that `\n` into its field, where [`Records`] finds it.
+struct Ended<R> {
+    inner: R,
+    ended: bool,
+}
+
+impl<R: Read> Read for Ended<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 || buf.is_empty() || self.ended {
+            return Ok(n);
         }
+        self.ended = true;
+        buf[0] = b'\n';
+        Ok(1)
     }
 }
 
@@ -174,7 +175,7 @@ pub fn read_csv(reader: impl BufRead, delta_ns: i64) -> Result<Events, Error> {
     if delta_ns < 0 {
         return Err(Error::Invalid(format!("delta_ns {delta_ns} is negative")));
     }
-    let mut records = Records::new(reader);
+    let mut records = Records::new(reader)?;
     let cols = header(
         &mut records,
         &["release_ns", "route"],
@@ -219,9 +220,11 @@ pub fn read_csv(reader: impl BufRead, delta_ns: i64) -> Result<Events, Error> {
     Ok(events)
 }
 
-/// Writes `name` as a CSV field, quoting only when it must.
-pub(crate) fn write_field(out: &mut impl Write, name: &str) -> std::io::Result<()> {
-    if name.contains([',', '"', '\n', '\r']) || name.trim() != name {
+/// Writes `name` as a CSV field, quoting only when it must. (Kept by hand:
+/// the csv crate's writer closes a quote only with its record, so a lone
+/// field takes more code through it than this.)
+pub(crate) fn write_field(out: &mut impl Write, name: &str) -> io::Result<()> {
+    if name.contains([',', '"', '\n', '\r']) {
         out.write_all(b"\"")?;
         out.write_all(name.replace('"', "\"\"").as_bytes())?;
         out.write_all(b"\"")
@@ -235,28 +238,55 @@ mod tests {
     use super::*;
 
     fn fields(line: &str) -> Result<Vec<String>, ParseError> {
-        let mut out = String::new();
-        let mut spans = Vec::new();
-        split(line, &mut out, &mut spans)?;
-        Ok(spans.iter().map(|&(a, b)| out[a..b].to_owned()).collect())
+        let mut records = Records::new(line.as_bytes()).unwrap();
+        match records.next_record() {
+            Ok(true) => Ok((0..records.len())
+                .map(|i| records.field(i).to_owned())
+                .collect()),
+            Ok(false) => Ok(Vec::new()),
+            Err(Error::Parse { reason, .. }) => Err(reason),
+            Err(e) => panic!("{e}"),
+        }
     }
 
     #[test]
     fn splits_plain_and_quoted_fields() {
         assert_eq!(fields("1, a ,2").unwrap(), ["1", "a", "2"]);
         assert_eq!(
-            fields("1,\"x,\"\"y\"\"\",2").unwrap(),
+            fields("1,\"x,\"\"y\"\"\" ,2").unwrap(),
             ["1", "x,\"y\"", "2"]
         );
         assert_eq!(fields("1,").unwrap(), ["1", ""]);
         assert_eq!(fields("\"a\"").unwrap(), ["a"]);
         assert_eq!(fields("\"a").unwrap_err(), ParseError::Unterminated);
-        assert_eq!(fields("\"a\"b,1").unwrap_err(), ParseError::Unterminated);
+        assert_eq!(fields("\"a\nb\",1").unwrap_err(), ParseError::Unterminated);
+        // The csv crate's reading, not the hand-written splitter's: text after
+        // a closing quote joins the field, and a quote opens a field only as
+        // its first byte (a space before it makes the field unquoted).
+        assert_eq!(fields("\"a\"b,1").unwrap(), ["ab", "1"]);
+        assert_eq!(fields("1, \"a,b\"").unwrap(), ["1", "\"a", "b\""]);
+    }
+
+    #[test]
+    fn lines_count_blank_lines_crlf_and_a_missing_final_newline() {
+        let mut records = Records::new("\u{feff}a\r\n\r\n\n  \nb\n\nc".as_bytes()).unwrap();
+        let mut seen = Vec::new();
+        while records.next_record().unwrap() {
+            seen.push((records.line, records.field(0).to_owned()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (1, "a".to_owned()),
+                (5, "b".to_owned()),
+                (7, "c".to_owned())
+            ]
+        );
     }
 
     #[test]
     fn write_field_round_trips() {
-        for name in ["plain", "a,b", "q\"uote", " pad"] {
+        for name in ["plain", "a,b", "q\"uote"] {
             let mut buf = Vec::new();
             write_field(&mut buf, name).unwrap();
             let line = String::from_utf8(buf).unwrap();

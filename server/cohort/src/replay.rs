@@ -119,7 +119,7 @@ impl Sessions {
 /// [`Error::Parse`] with the line number for a bad header, a wrong field count,
 /// a non-integer or negative offset, or an empty label or route; [`Error::Io`].
 pub fn read_sessions(reader: impl BufRead) -> Result<Sessions, Error> {
-    let mut records = Records::new(reader);
+    let mut records = Records::new(reader)?;
     let cols = header(
         &mut records,
         &["session", "offset_ns", "route"],

@@ -206,7 +206,9 @@ fn parse_err(input: &str) -> (u64, ParseError) {
 
 #[test]
 fn csv_reads_columns_in_any_order() {
-    let input = "\u{feff}deadline_ns, route ,release_ns\r\n15,a,5\r\n\r\n  30 , \"b,1\" , 20 \n";
+    // A quote opens a field only as its first byte (RFC 4180, as the csv
+    // crate reads it); spaces after the closing quote are trimmed.
+    let input = "\u{feff}deadline_ns, route ,release_ns\r\n15,a,5\r\n\r\n  30 ,\"b,1\" , 20 \n";
     let events = read_csv(input.as_bytes(), DELTA).unwrap();
     let e = events.events();
     assert_eq!((e[0].release_ns, e[0].deadline_ns), (5, 15));
@@ -273,6 +275,21 @@ fn csv_errors_name_the_line() {
     assert_eq!(
         parse_err("release_ns,route\n1,\"a\n"),
         (2, ParseError::Unterminated)
+    );
+    assert_eq!(
+        parse_err("release_ns,route\n1,a\n\n2,\"a\nb\"\n3,a\n"),
+        (4, ParseError::Unterminated)
+    );
+    // A space before a quote leaves the field unquoted: its comma splits it.
+    assert_eq!(
+        parse_err("release_ns,route\n1, \"b,1\"\n"),
+        (
+            2,
+            ParseError::FieldCount {
+                expected: 2,
+                found: 3
+            }
+        )
     );
     assert!(matches!(
         read_csv("release_ns,route\n".as_bytes(), -1),

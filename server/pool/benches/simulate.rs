@@ -1,8 +1,8 @@
 //! Scale: generates agent traces of 100,000 and 1,000,000 jobs (1,000
-//! callers) to temporary files, times the firepool simulation of each on one
-//! thread and prints jobs per second and peak RSS (VmHWM). Peak RSS barely
-//! moves between the two: memory follows callers and live pods, not the
-//! trace's length.
+//! callers) to temporary files, times reading each alone (rows/s, MB/s) and
+//! the firepool simulation of each on one thread, and prints jobs per second
+//! and peak RSS (VmHWM). Peak RSS barely moves between the two: memory
+//! follows callers and live pods, not the trace's length.
 //!
 //! `cargo bench -p hearth-pool --bench simulate`
 
@@ -47,6 +47,21 @@ fn main() {
     for jobs in [100_000, 1_000_000] {
         let path = trace(jobs, callers);
         println!("peak RSS after generating: {}", hwm());
+        let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let best = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                let rows = sim::read_trace(&path, &SimParams::default()).expect("read");
+                assert_eq!(rows, jobs);
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min);
+        println!(
+            "reading only (index pass + per-caller cursors), best of 3: {best:.3} s, \
+             {:.2} M rows/s, {:.0} MB/s",
+            jobs as f64 / best / 1e6,
+            bytes as f64 / best / 1e6,
+        );
         let t = Instant::now();
         let s = sim::simulate(&path, Kind::Firepool, &SimParams::default()).expect("simulate");
         let secs = t.elapsed().as_secs_f64();

@@ -60,6 +60,8 @@ pub enum Error {
     Trace { line: u64, message: String },
     #[error(transparent)]
     Policy(#[from] policy::Error),
+    #[error("drawing the chart: {0}")]
+    Chart(String),
     #[error(
         "the simulation stalled at {at_s:.1} s: {waiting} jobs can never be placed (too few GPUs or pods?)"
     )]
@@ -195,6 +197,33 @@ pub fn simulate(path: &Path, kind: Kind, params: &SimParams) -> Result<Summary, 
     Ok(Run::new(&file, &index, kind, params)?.run()?.0)
 }
 
+/// Reads every row of the trace at `path` the way a simulation does (the
+/// indexing pass, then each caller's rows through its cursor, one row per
+/// caller in turn) without running a policy; returns the rows read. For the
+/// `simulate` bench, which times reading apart from simulating.
+pub fn read_trace(path: &Path, params: &SimParams) -> Result<u64, Error> {
+    let file = File::open(path)?;
+    let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
+    let mut cursors: Vec<Cursor<'_>> = index
+        .callers
+        .iter()
+        .map(|span| Cursor::new(&file, span))
+        .collect();
+    let mut rows = 0;
+    while !cursors.is_empty() {
+        let mut i = 0;
+        while i < cursors.len() {
+            if cursors[i].next(&index)?.is_some() {
+                rows += 1;
+                i += 1;
+            } else {
+                cursors.swap_remove(i);
+            }
+        }
+    }
+    Ok(rows)
+}
+
 /// Replays the trace through every policy in `kinds` (see
 /// [`Kind::comparison_set`]), indexing it once, and draws the chart.
 pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Comparison, Error> {
@@ -231,7 +260,7 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
         })
         .collect();
     Ok(Comparison {
-        svg: svg::chart(&title, &curves, &points),
+        svg: svg::chart(&title, &curves, &points).map_err(|e| Error::Chart(e.to_string()))?,
         summaries,
     })
 }
@@ -463,8 +492,8 @@ struct PoolRun {
 }
 
 #[derive(Debug)]
-struct CallerRun {
-    cursor: Option<Cursor>,
+struct CallerRun<'a> {
+    cursor: Option<Cursor<'a>>,
     next: Option<Row>,
     /// Jobs in flight per pool it has used (pool, jobs): a caller across
     /// profiles is one loop, and each pool hears when it runs elsewhere.
@@ -506,7 +535,7 @@ struct Run<'a> {
     seq: u64,
     /// Events in the heap other than wake-ups.
     pending: usize,
-    callers: Vec<CallerRun>,
+    callers: Vec<CallerRun<'a>>,
     jobs: HashMap<JobId, SimJob>,
     starting: HashSet<(u32, PodId)>,
     /// Pods bound ahead of a burst, and when their binding is done.
@@ -593,7 +622,7 @@ impl<'a> Run<'a> {
     fn advance_caller(&mut self, c: u32) -> Result<(), Error> {
         let run = &mut self.callers[c as usize];
         let row = match run.cursor.as_mut() {
-            Some(cursor) => cursor.next(self.file, self.index)?,
+            Some(cursor) => cursor.next(self.index)?,
             None => None,
         };
         match row {
@@ -748,7 +777,7 @@ impl<'a> Run<'a> {
         }
         for span in &self.index.callers {
             self.callers.push(CallerRun {
-                cursor: Some(Cursor::new(span)),
+                cursor: Some(Cursor::new(self.file, span)),
                 next: None,
                 in_flight: Vec::new(),
             });

@@ -156,7 +156,8 @@ fn compare_runs_every_policy_and_draws_them() {
     let names: Vec<&str> = c.summaries.iter().map(|s| s.policy.as_str()).collect();
     assert_eq!(names, ["fresh", "always-on", "keepalive:60", "firepool"]);
     for n in names {
-        assert!(c.svg.contains(&format!(">{n}")), "{n} in the legend");
+        let texts = svg::tests::texts(&c.svg);
+        assert!(texts.iter().any(|t| t.starts_with(n)), "{n} in the legend");
     }
     let table = Summary::table(&c.summaries);
     assert_eq!(table.lines().count(), 5);
@@ -200,6 +201,16 @@ fn malformed_traces_are_refused_with_their_line() {
             2,
             "too many",
         ),
+        (
+            "caller,seq,think_s,duration_s,profile\r\na,0,0,1,gpu-1\r\n\r\na,x,0,1,gpu-1\r\n",
+            4,
+            "seq must be",
+        ),
+        (
+            "caller,seq,think_s,duration_s,profile\na,0,0,1,gpu-1\n\na,1,0,1,\"gpu-1\n",
+            4,
+            "unterminated",
+        ),
     ];
     for (i, (text, line, needle)) in cases.into_iter().enumerate() {
         let t = TempTrace::new(&format!("bad{i}"), text);
@@ -239,6 +250,24 @@ fn rows_are_read_lazily_across_buffer_edges_and_blank_lines() {
     assert_eq!(s.callers, 2);
     // Every job of the long caller after the first is warm; the CPU job is cold.
     assert_close!(s.warm_share, 49.0 / 51.0);
+}
+
+#[test]
+fn a_byte_order_mark_and_quoted_fields_are_read() {
+    let t = TempTrace::new(
+        "bom",
+        "\u{feff}caller,seq,think_s,duration_s,profile,gpus\n\"a,1\",0,0,10,gpu-1,1\n\"a,1\", 1 ,\"5\",10,\"gpu-1\",\n",
+    );
+    let s = simulate(
+        &t.0,
+        Kind::KeepAlive {
+            keep_alive: Duration::from_secs(60),
+        },
+        &SimParams::default(),
+    )
+    .unwrap();
+    assert_eq!((s.jobs, s.callers), (2, 1));
+    assert_close!(s.warm_share, 0.5);
 }
 
 #[test]

@@ -1,20 +1,25 @@
 //! Streaming reader of closed-loop traces.
 //!
 //! Format: CSV with a header, `caller,seq,think_s,duration_s,profile[,gpus]`,
-//! no quoting. A caller's rows must be contiguous and in `seq` order (0, 1,
-//! 2, ...); callers may come in any order. `gpus` may be empty or absent, for
-//! the profile's.
+//! read with the `csv` crate: fields are trimmed and may be double-quoted but
+//! not span lines; blank lines and a UTF-8 byte order mark are skipped. A
+//! caller's rows must be contiguous and in `seq` order (0, 1, 2, ...);
+//! callers may come in any order. `gpus` may be empty or absent, for the
+//! profile's.
 //!
 //! In a closed loop a caller's next job exists only once its previous job has
 //! finished, so callers advance independently and no single pass over the
 //! file can follow them. One indexing pass validates every row and records
 //! where each caller's rows lie (O(callers) memory); the simulation then keeps
-//! one cursor per caller that reads that caller's rows lazily by offset, a
-//! small buffer at a time. Memory follows callers, never the trace's length.
+//! one cursor per caller that reads that caller's rows lazily by offset,
+//! through its own CSV reader with a 1 KiB buffer. Memory follows callers,
+//! never the trace's length.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, Read};
+
+use csv::{ByteRecord, Reader, ReaderBuilder, Terminator};
 
 use super::Error;
 use crate::policy::Shares;
@@ -69,20 +74,20 @@ struct Fields<'a> {
 
 const HEADER: [&str; 5] = ["caller", "seq", "think_s", "duration_s", "profile"];
 
-fn parse(line: &str, has_gpus: bool) -> Result<Fields<'_>, String> {
-    let mut it = line.split(',');
-    let mut next = |name: &str| {
-        it.next()
+fn parse(record: &ByteRecord, has_gpus: bool) -> Result<Fields<'_>, String> {
+    let field = |i: usize, name: &str| match record.get(i) {
+        Some(bytes) => std::str::from_utf8(bytes)
             .map(str::trim)
-            .ok_or_else(|| format!("missing column {name}"))
+            .map_err(|_| "not UTF-8".to_owned()),
+        None => Err(format!("missing column {name}")),
     };
-    let caller = next("caller")?;
-    let seq = next("seq")?;
-    let think = next("think_s")?;
-    let duration = next("duration_s")?;
-    let profile = next("profile")?;
-    let gpus = if has_gpus { next("gpus")? } else { "" };
-    if it.next().is_some() {
+    let caller = field(0, "caller")?;
+    let seq = field(1, "seq")?;
+    let think = field(2, "think_s")?;
+    let duration = field(3, "duration_s")?;
+    let profile = field(4, "profile")?;
+    let gpus = if has_gpus { field(5, "gpus")? } else { "" };
+    if record.len() > HEADER.len() + usize::from(has_gpus) {
         return Err("too many columns".to_owned());
     }
     if caller.is_empty() || profile.is_empty() {
@@ -117,11 +122,62 @@ fn ms(secs: f64) -> u64 {
     (secs * 1000.0).round() as u64
 }
 
-fn trim_eol(mut b: &[u8]) -> &[u8] {
-    while let [rest @ .., b'\n' | b'\r'] = b {
-        b = rest;
+/// A CSV reader over `bytes` whose lines are counted from `first_line`.
+#[derive(Debug)]
+struct Records<'a> {
+    reader: Reader<Ended<Range<'a>>>,
+    first_line: u64,
+}
+
+impl<'a> Records<'a> {
+    fn new(bytes: Range<'a>, first_line: u64, capacity: usize) -> Records<'a> {
+        let reader = ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .terminator(Terminator::Any(b'\n'))
+            .buffer_capacity(capacity)
+            .from_reader(Ended {
+                inner: bytes,
+                ended: false,
+            });
+        Records { reader, first_line }
     }
-    b
+
+    /// Reads the next non-blank record into `record`; its line, or `None` at
+    /// the end.
+    fn next(&mut self, record: &mut ByteRecord) -> Result<Option<u64>, Error> {
+        loop {
+            if !self
+                .reader
+                .read_byte_record(record)
+                .map_err(|e| Error::Io(e.into()))?
+            {
+                return Ok(None);
+            }
+            // Every record ends with a `\n` (see `Ended`), so the reader is
+            // one line past it, less the lines a quoted field ran over.
+            let after = self.first_line + self.reader.position().line() - 1;
+            if record.as_slice().contains(&b'\n') {
+                let spanned = record.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
+                // A quote left open at the end took the final `\n` with it.
+                let open = record.as_slice().ends_with(b"\n");
+                return Err(Error::Trace {
+                    line: after - spanned - u64::from(!open),
+                    message: "unterminated quoted field".to_owned(),
+                });
+            }
+            if record.len() == 1 && record[0].trim_ascii().is_empty() {
+                continue;
+            }
+            return Ok(Some(after - 1));
+        }
+    }
+
+    /// Byte offset (within its range) and line where the next record starts.
+    fn position(&self) -> (u64, u64) {
+        let p = self.reader.position();
+        (p.byte(), self.first_line + p.line() - 1)
+    }
 }
 
 impl Index {
@@ -131,11 +187,27 @@ impl Index {
         profiles: &BTreeMap<String, f64>,
         shares_per_gpu: u32,
     ) -> Result<Index, Error> {
-        let mut reader = BufReader::with_capacity(1 << 16, file);
-        let mut buf = Vec::with_capacity(256);
-        let n = reader.read_until(b'\n', &mut buf)?;
-        let header = std::str::from_utf8(trim_eol(&buf[..n])).unwrap_or("");
-        let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+        let len = file.metadata()?.len();
+        let mut bom = [0; 3];
+        let skip = match read_at(file, &mut bom, 0)? {
+            3 if bom == *b"\xEF\xBB\xBF" => 3,
+            _ => 0,
+        };
+        let mut records = Records::new(
+            Range {
+                file,
+                pos: skip,
+                end: len,
+            },
+            1,
+            1 << 16,
+        );
+        let mut record = ByteRecord::new();
+        records.next(&mut record)?;
+        let cols: Vec<&str> = record
+            .iter()
+            .map(|f| std::str::from_utf8(f).unwrap_or("").trim())
+            .collect();
         let has_gpus = match cols.as_slice() {
             [a, b, c, d, e] if [*a, *b, *c, *d, *e] == HEADER => false,
             [a, b, c, d, e, "gpus"] if [*a, *b, *c, *d, *e] == HEADER => true,
@@ -143,7 +215,8 @@ impl Index {
                 return Err(Error::Trace {
                     line: 1,
                     message: format!(
-                        "header must be caller,seq,think_s,duration_s,profile[,gpus], not {header:?}"
+                        "header must be caller,seq,think_s,duration_s,profile[,gpus], not {:?}",
+                        cols.join(",")
                     ),
                 });
             }
@@ -157,30 +230,20 @@ impl Index {
             profiles: profiles.clone(),
             shares_per_gpu,
         };
-        let mut pos = n as u64;
-        let mut line_no = 1u64;
         let mut seen: HashSet<Box<str>> = HashSet::new();
         let mut current: Option<Box<str>> = None;
         let mut caller_pools: Vec<usize> = Vec::new();
         loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf)?;
-            if n == 0 {
+            let (start, start_line) = records.position();
+            let Some(line_no) = records.next(&mut record)? else {
                 break;
-            }
-            line_no += 1;
-            let start = pos;
-            pos += n as u64;
+            };
+            let end = (skip + records.position().0).min(len);
             let err = |message: String| Error::Trace {
                 line: line_no,
                 message,
             };
-            let text =
-                std::str::from_utf8(trim_eol(&buf)).map_err(|_| err("not UTF-8".to_owned()))?;
-            if text.trim().is_empty() {
-                continue;
-            }
-            let f = parse(text, has_gpus).map_err(err)?;
+            let f = parse(&record, has_gpus).map_err(err)?;
             if current.as_deref() != Some(f.caller) {
                 if !seen.insert(f.caller.into()) {
                     return Err(err(format!(
@@ -191,9 +254,9 @@ impl Index {
                 current = Some(f.caller.into());
                 caller_pools.clear();
                 index.callers.push(Span {
-                    start,
-                    end: pos,
-                    first_line: line_no,
+                    start: skip + start,
+                    end,
+                    first_line: start_line,
                     rows: 0,
                 });
             }
@@ -208,7 +271,7 @@ impl Index {
                 )));
             }
             span.rows += 1;
-            span.end = pos;
+            span.end = end;
             index.jobs += 1;
             let (pool, shares) = index.resolve(&f).map_err(err)?;
             let info = &mut index.pools[pool];
@@ -257,12 +320,12 @@ impl Index {
         Ok((pool, shares))
     }
 
-    fn row(&self, line: &str, line_no: u64) -> Result<Row, Error> {
+    fn row(&self, record: &ByteRecord, line_no: u64) -> Result<Row, Error> {
         let err = |message: String| Error::Trace {
             line: line_no,
             message,
         };
-        let f = parse(line, self.has_gpus).map_err(err)?;
+        let f = parse(record, self.has_gpus).map_err(err)?;
         let pool = *self
             .pool_of
             .get(f.profile)
@@ -284,85 +347,84 @@ impl Index {
 
 /// Reads one caller's rows lazily, a small buffer at a time.
 #[derive(Debug)]
-pub(crate) struct Cursor {
-    pos: u64,
-    end: u64,
-    buf: Vec<u8>,
-    at: usize,
-    line: u64,
+pub(crate) struct Cursor<'a> {
+    records: Records<'a>,
+    record: ByteRecord,
 }
 
-/// Bytes read per refill: a few dozen rows, so a thousand callers cost tens of
-/// kilobytes and refills stay rare.
-const CHUNK: u64 = 1024;
+/// Bytes buffered per caller: a few dozen rows, so a thousand callers cost
+/// a few megabytes and refills stay rare.
+const CHUNK: usize = 1024;
 
-impl Cursor {
-    pub(crate) fn new(span: &Span) -> Cursor {
-        Cursor {
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(file: &'a File, span: &Span) -> Cursor<'a> {
+        let bytes = Range {
+            file,
             pos: span.start,
             end: span.end,
-            buf: Vec::new(),
-            at: 0,
-            line: span.first_line,
+        };
+        Cursor {
+            records: Records::new(bytes, span.first_line, CHUNK),
+            record: ByteRecord::new(),
         }
-    }
-
-    fn refill(&mut self, file: &File) -> io::Result<()> {
-        self.buf.drain(..self.at);
-        self.at = 0;
-        let want = CHUNK.min(self.end - self.pos) as usize;
-        let old = self.buf.len();
-        self.buf.resize(old + want, 0);
-        read_exact_at(file, &mut self.buf[old..], self.pos)?;
-        self.pos += want as u64;
-        Ok(())
     }
 
     /// The caller's next row, or `None` after its last.
-    pub(crate) fn next(&mut self, file: &File, index: &Index) -> Result<Option<Row>, Error> {
-        loop {
-            let rest = &self.buf[self.at..];
-            let (line_end, next_at) = match rest.iter().position(|&b| b == b'\n') {
-                Some(i) => (self.at + i, self.at + i + 1),
-                None if self.pos < self.end => {
-                    self.refill(file)?;
-                    continue;
-                }
-                None if rest.is_empty() => {
-                    self.buf = Vec::new();
-                    return Ok(None);
-                }
-                None => (self.buf.len(), self.buf.len()),
-            };
-            let line_no = self.line;
-            self.line += 1;
-            let bytes = trim_eol(&self.buf[self.at..line_end]);
-            let text = std::str::from_utf8(bytes).map_err(|_| Error::Trace {
-                line: line_no,
-                message: "not UTF-8".to_owned(),
-            })?;
-            let row = if text.trim().is_empty() {
-                None
-            } else {
-                Some(index.row(text, line_no)?)
-            };
-            self.at = next_at;
-            if let Some(row) = row {
-                return Ok(Some(row));
-            }
+    pub(crate) fn next(&mut self, index: &Index) -> Result<Option<Row>, Error> {
+        match self.records.next(&mut self.record)? {
+            Some(line) => index.row(&self.record, line).map(Some),
+            None => Ok(None),
         }
+    }
+}
+
+/// The bytes `pos..end` of a file, read by offset.
+#[derive(Debug)]
+struct Range<'a> {
+    file: &'a File,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for Range<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = (buf.len() as u64).min(self.end.saturating_sub(self.pos)) as usize;
+        let n = read_at(self.file, &mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// `inner`, then one `\n`: every record then ends with a terminator (the
+/// reader's line count is one past it), and a quote left open at the end
+/// takes that `\n` into its field, where [`Records::next`] finds it.
+#[derive(Debug)]
+struct Ended<R> {
+    inner: R,
+    ended: bool,
+}
+
+impl<R: Read> Read for Ended<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 || buf.is_empty() || self.ended {
+            return Ok(n);
+        }
+        self.ended = true;
+        buf[0] = b'\n';
+        Ok(1)
     }
 }
 
 #[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, pos)
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, pos)
 }
 
 #[cfg(not(unix))]
-fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    use std::io::{Seek, SeekFrom};
     let mut f = file;
     f.seek(SeekFrom::Start(pos))?;
-    f.read_exact(buf)
+    f.read(buf)
 }
