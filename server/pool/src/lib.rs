@@ -18,7 +18,7 @@ pub mod sim;
 mod time;
 
 pub use policy::{
-    ByNumber, CallerId, Config, Decision, Event, JobId, Kind, Names, PodId, Pool, Reason, Request,
-    Shares, Snapshot, TenantId,
+    ByNumber, CallerId, Config, Decision, Event, JobId, Kind, Loop, Names, PodId, Pool, Reason,
+    Request, Shares, Snapshot, TenantId,
 };
 pub use time::Instant;

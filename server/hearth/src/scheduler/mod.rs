@@ -243,6 +243,9 @@ struct State {
     scanning: Option<HashSet<Uuid>>,
     /// GPUs each pool held over the last hour, while this replica leads.
     gpu_history: BTreeMap<String, VecDeque<GpuSample>>,
+    /// Each caller's jobs in flight per profile: a caller across profiles
+    /// is one loop, and each pool it used hears when it runs elsewhere.
+    loops: HashMap<CallerId, hearth_pool::Loop<String>>,
 }
 
 impl State {
@@ -282,6 +285,7 @@ impl State {
             .retain(|&id, _| pools.values().any(|pp| pp.pool.knows_caller(id)));
         let names = &self.caller_names;
         self.callers.retain(|_, id| names.contains_key(id));
+        self.loops.retain(|id, _| names.contains_key(id));
     }
 
     /// Hands `profile`'s pod to a tenant's job; `None` if the pool no longer
@@ -694,6 +698,30 @@ impl Scheduler {
                     finish: run::failed(ErrorCode::Unplaceable, e.to_string()),
                 });
             }
+            return;
+        }
+        self.loop_moved(st, caller, &profile, true, actions);
+    }
+
+    /// A job of `caller` was queued in (`up`) or left `profile`'s pool: each
+    /// pool the caller used hears whether its loop now runs elsewhere.
+    fn loop_moved(
+        &self,
+        st: &mut State,
+        caller: CallerId,
+        profile: &str,
+        up: bool,
+        actions: &mut Vec<Action>,
+    ) {
+        let tell = st
+            .loops
+            .entry(caller)
+            .or_default()
+            .moved(&profile.to_owned(), up);
+        for (pool, busy) in tell {
+            if let Err(e) = self.feed(st, &pool, Event::LoopBusy { caller, busy }, actions) {
+                tracing::error!(profile = %pool, error = %e, "pool refused a loop's move");
+            }
         }
     }
 
@@ -726,6 +754,10 @@ impl Scheduler {
         }
         if let Err(e) = self.feed(st, &profile, Event::JobFinished { job: job.id }, actions) {
             tracing::error!(%job_id, error = %e, "pool did not know the job");
+        }
+        let key = (job.queued.tenant_id, job.queued.spec.caller.clone());
+        if let Some(&caller) = st.callers.get(&key) {
+            self.loop_moved(st, caller, &profile, false, actions);
         }
     }
 
@@ -885,9 +917,20 @@ mod tests {
                 held_at: PoolInstant::ZERO,
             },
         );
+        for caller in [kept, gone] {
+            st.loops
+                .entry(caller)
+                .or_default()
+                .moved(&"cpu".to_owned(), true);
+        }
         st.forget_callers();
         assert_eq!(st.caller_id(t, "busy"), kept);
         assert!(!st.caller_names.contains_key(&gone));
+        assert_eq!(
+            st.loops.keys().collect::<Vec<_>>(),
+            vec![&kept],
+            "loops go with their callers"
+        );
         assert_eq!(st.callers.len(), 1);
         let back = st.caller_id(t, "idle");
         assert_ne!(back, gone);

@@ -605,6 +605,64 @@ pub enum Event {
     Tick,
 }
 
+/// One caller's jobs in flight in each pool it has used: a caller that works
+/// across profiles is one loop. A driver keeps one per caller and sends each
+/// pool the [`Event::LoopBusy`] that [`Loop::moved`] returns, so that the live
+/// scheduler and the simulator tell pools the same things.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loop<P> {
+    /// (pool, jobs in flight there), in the order the pools were first used.
+    in_flight: Vec<(P, u32)>,
+}
+
+impl<P> Default for Loop<P> {
+    fn default() -> Self {
+        Loop {
+            in_flight: Vec::new(),
+        }
+    }
+}
+
+impl<P: PartialEq + Clone> Loop<P> {
+    /// A job of the caller was queued in pool `pool` (`up`), or ended there.
+    /// Returns the pools that must hear `LoopBusy { busy }`: `pool` itself
+    /// when a job arrives there while the loop runs elsewhere, and each other
+    /// pool whose "busy elsewhere" changed.
+    pub fn moved(&mut self, pool: &P, up: bool) -> Vec<(P, bool)> {
+        let before: Vec<(P, bool)> = self
+            .in_flight
+            .iter()
+            .map(|(q, _)| (q.clone(), self.busy_besides(q)))
+            .collect();
+        match self.in_flight.iter_mut().find(|(q, _)| q == pool) {
+            Some((_, n)) if up => *n += 1,
+            Some((_, n)) => *n = n.saturating_sub(1),
+            None if up => self.in_flight.push((pool.clone(), 1)),
+            None => {}
+        }
+        let mut tell = Vec::new();
+        if up && self.busy_besides(pool) {
+            tell.push((pool.clone(), true));
+        }
+        for (q, was) in before {
+            if q != *pool && self.busy_besides(&q) != was {
+                tell.push((q, !was));
+            }
+        }
+        tell
+    }
+
+    /// Whether the loop runs jobs in a pool other than `pool`.
+    pub fn busy_besides(&self, pool: &P) -> bool {
+        self.in_flight.iter().any(|(q, n)| q != pool && *n > 0)
+    }
+
+    /// Whether no job of the loop is in flight anywhere.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.iter().all(|(_, n)| *n == 0)
+    }
+}
+
 /// Why a pod was started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1280,3 +1280,27 @@ fn a_caller_running_in_another_pool_is_not_pausing_here() {
     });
     assert!(!f.pool.knows_caller(CallerId(77)));
 }
+
+#[test]
+fn a_loop_tells_each_pool_when_the_caller_runs_elsewhere() {
+    let mut l = Loop::<&str>::default();
+    // Alone in one pool: nobody needs telling.
+    assert_eq!(l.moved(&"a", true), vec![]);
+    assert!(!l.busy_besides(&"a"));
+    // A job in b while a's runs: b hears at once, a learns it runs elsewhere.
+    assert_eq!(l.moved(&"b", true), vec![("b", true), ("a", true)]);
+    // a's job ends: b no longer runs elsewhere; a is still busy elsewhere.
+    assert_eq!(l.moved(&"a", false), vec![("b", false)]);
+    // b's job ends: a is no longer busy elsewhere.
+    assert_eq!(l.moved(&"b", false), vec![("a", false)]);
+    assert!(l.is_idle());
+    // An end in a pool never used changes nothing.
+    assert_eq!(l.moved(&"c", false), vec![]);
+    // Two jobs in b: a (which may hold the caller's warm pod) hears once;
+    // then one in a: a hears on arrival, b learns it runs elsewhere.
+    assert_eq!(l.moved(&"b", true), vec![("a", true)]);
+    assert_eq!(l.moved(&"b", true), vec![]);
+    assert_eq!(l.moved(&"a", true), vec![("a", true), ("b", true)]);
+    assert_eq!(l.moved(&"b", false), vec![]);
+    assert_eq!(l.moved(&"b", false), vec![("a", false)]);
+}

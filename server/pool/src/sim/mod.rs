@@ -45,7 +45,8 @@ pub use generate::{PROFILE, TraceKind, generate};
 
 use crate::Instant;
 use crate::policy::{
-    self, CallerId, Config, Decision, Event, JobId, Kind, PodId, Pool, Request, Source, TenantId,
+    self, CallerId, Config, Decision, Event, JobId, Kind, Loop, PodId, Pool, Request, Source,
+    TenantId,
 };
 use crate::time::millis;
 use metrics::{Hist, Series};
@@ -495,9 +496,9 @@ struct PoolRun {
 struct CallerRun<'a> {
     cursor: Option<Cursor<'a>>,
     next: Option<Row>,
-    /// Jobs in flight per pool it has used (pool, jobs): a caller across
-    /// profiles is one loop, and each pool hears when it runs elsewhere.
-    in_flight: Vec<(u32, u32)>,
+    /// Jobs in flight per pool it has used: a caller across profiles is
+    /// one loop, and each pool hears when it runs elsewhere.
+    in_flight: Loop<u32>,
 }
 
 #[derive(Debug)]
@@ -738,34 +739,10 @@ impl<'a> Run<'a> {
     }
 
     /// Caller `c` queued (`up`) or finished a job in pool `p`: tells each
-    /// other pool it has used whether it now runs jobs elsewhere.
+    /// pool it has used what [`Loop::moved`] says.
     fn loop_moved(&mut self, c: u32, p: u32, up: bool) -> Result<(), Error> {
-        let flights = &mut self.callers[c as usize].in_flight;
-        let busy = |f: &[(u32, u32)], q: u32| f.iter().any(|&(o, n)| o != q && n > 0);
-        let before: Vec<(u32, bool)> = flights
-            .iter()
-            .map(|&(q, _)| (q, busy(flights, q)))
-            .collect();
-        match flights.iter_mut().find(|f| f.0 == p) {
-            Some(f) if up => f.1 += 1,
-            Some(f) => f.1 = f.1.saturating_sub(1),
-            None if up => flights.push((p, 1)),
-            None => {}
-        }
         let caller = CallerId(u64::from(c));
-        if up && busy(flights, p) {
-            self.drive(p, Event::LoopBusy { caller, busy: true })?;
-        }
-        let flights = &self.callers[c as usize].in_flight;
-        if flights.len() < 2 {
-            return Ok(());
-        }
-        let changed: Vec<(u32, bool)> = before
-            .into_iter()
-            .filter(|&(q, was)| q != p && busy(flights, q) != was)
-            .map(|(q, was)| (q, !was))
-            .collect();
-        for (q, busy) in changed {
+        for (q, busy) in self.callers[c as usize].in_flight.moved(&p, up) {
             self.drive(q, Event::LoopBusy { caller, busy })?;
         }
         Ok(())
@@ -779,7 +756,7 @@ impl<'a> Run<'a> {
             self.callers.push(CallerRun {
                 cursor: Some(Cursor::new(self.file, span)),
                 next: None,
-                in_flight: Vec::new(),
+                in_flight: Loop::default(),
             });
         }
         for c in 0..self.callers.len() as u32 {
