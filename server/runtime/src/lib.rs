@@ -82,7 +82,9 @@ pub struct Adoption {
 /// Something that happened to a pod without the service asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodEvent {
-    /// The pod is gone (its agent died, the node went away, ...).
+    /// The pod is gone (its agent died, the node went away, ...). `reason`
+    /// starts with a code (`deleted`, `evicted`, `oom_killed`, `node_lost`,
+    /// `failed`, `exited`), then `: ` and what the runtime knows.
     Gone { pod_id: String, reason: String },
 }
 

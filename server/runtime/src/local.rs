@@ -709,7 +709,7 @@ async fn watch(
     let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
     let log = log_tail(&inner.pod_dir(&pod_id).join("agent.log"));
     inner.cleanup(&pod_id).await;
-    let reason = format!("agent exited ({status}); log: {log}");
+    let reason = format!("exited: agent exited ({status}); log: {log}");
     tracing::warn!(pod_id, %reason, "pod gone");
     let _ = inner.events.send(PodEvent::Gone { pod_id, reason });
 }
