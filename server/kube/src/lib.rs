@@ -68,6 +68,9 @@ pub struct KubeConfig {
     pub unschedulable_timeout: Duration,
     /// How long an agent may take to answer during adoption.
     pub agent_timeout: Duration,
+    /// How long an adopted idle pod waits for a start of its profile before
+    /// it is deleted (the new leader's pools may want fewer pods).
+    pub spare_ttl: Duration,
 }
 
 impl KubeConfig {
@@ -84,6 +87,7 @@ impl KubeConfig {
             start_timeout: Duration::from_secs(600),
             unschedulable_timeout: Duration::from_secs(120),
             agent_timeout: Duration::from_secs(5),
+            spare_ttl: Duration::from_secs(300),
         }
     }
 }
@@ -638,6 +642,30 @@ impl Inner {
                     adoption.removed += 1;
                 }
             }
+        }
+        if !adoption.standby.is_empty() {
+            // Spares no start took in time go: a timer, not a loop.
+            let names: Vec<String> = adoption
+                .standby
+                .iter()
+                .map(|a| a.pod.pod_id.clone())
+                .collect();
+            let this = Arc::downgrade(self);
+            let ttl = self.cfg.spare_ttl;
+            tokio::spawn(async move {
+                tokio::time::sleep(ttl).await;
+                let Some(inner) = this.upgrade() else { return };
+                let expired: Vec<String> = {
+                    let mut pods = lock(&inner.pods);
+                    let (gone, kept) = pods.spares.drain(..).partition(|s| names.contains(&s.name));
+                    pods.spares = kept;
+                    gone.into_iter().map(|s: Spare| s.name).collect()
+                };
+                for name in expired {
+                    tracing::info!(pod = %name, "an adopted pod no start took is deleted");
+                    inner.delete(&name).await;
+                }
+            });
         }
         Ok(adoption)
     }

@@ -429,3 +429,32 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     second.stop_pod("pod-new-1").await.unwrap();
     assert_eq!(h.cluster.pod_names().len(), 3);
 }
+
+/// Adopted idle pods no start takes within the spare TTL are deleted.
+#[tokio::test]
+async fn adopted_pods_no_start_takes_are_deleted_after_their_ttl() {
+    let h = Harness::new("ttl").await;
+    let first = h.runtime();
+    first.start_pod(spec("pod-s1")).await.unwrap();
+    first.start_pod(spec("pod-s2")).await.unwrap();
+    drop(first);
+    let mut cfg = KubeConfig::new("hearth", "test", InstallSecret::new(SECRET));
+    cfg.template.agent_port = h.port;
+    cfg.spare_ttl = Duration::from_millis(200);
+    let second = KubeRuntime::new(h.cluster.client(), cfg).unwrap();
+    let adoption = second.adopt(Vec::new()).await.unwrap();
+    assert_eq!(adoption.standby.len(), 2);
+    second.start_pod(spec("pod-n1")).await.unwrap();
+    for _ in 0..100 {
+        if h.cluster.pod_names().len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        h.cluster.pod_names().len(),
+        1,
+        "the spare no start took is gone"
+    );
+    assert_eq!(h.cluster.creations(), 2);
+}

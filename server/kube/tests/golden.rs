@@ -14,10 +14,12 @@ use serde_json::Value;
 
 fn template() -> Template {
     let gpu = |gpu: Gpu| ProfileSettings {
-        tolerations: vec![serde_json::from_value(serde_json::json!({
-            "key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"
-        }))
-        .unwrap()],
+        tolerations: vec![
+            serde_json::from_value(serde_json::json!({
+                "key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"
+            }))
+            .unwrap(),
+        ],
         priority_class: Some("hearth-gpu".to_owned()),
         gpu,
     };
@@ -59,10 +61,7 @@ fn profiles() -> Vec<Profile> {
         cpu_millis: 4000,
         memory_mib: 16384,
         gpus,
-        node_selector: BTreeMap::from([(
-            "nvidia.com/gpu.present".to_owned(),
-            "true".to_owned(),
-        )]),
+        node_selector: BTreeMap::from([("nvidia.com/gpu.present".to_owned(), "true".to_owned())]),
         ..Profile::cpu(name)
     };
     all.push(gpu("gpu-whole", 1));
@@ -79,7 +78,10 @@ fn yaml(v: &Value, indent: usize, out: &mut String) {
     match v {
         Value::Object(map) if !map.is_empty() => {
             for (k, v) in map {
-                let key = if k.chars().all(|c| c.is_ascii_alphanumeric() || "_.-/".contains(c)) {
+                let key = if k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-/".contains(c))
+                {
                     k.clone()
                 } else {
                     Value::String(k.clone()).to_string()
