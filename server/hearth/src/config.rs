@@ -549,4 +549,39 @@ mod tests {
         c.db_acquire_timeout_s = 0.0;
         assert!(c.db_pools().is_err());
     }
+
+    #[test]
+    fn the_runtime_is_local_unless_kubernetes_is_asked_for() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            config: Config,
+        }
+        let c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
+        assert_eq!(c.runtime, RuntimeKind::Local);
+        let k = Wrap::try_parse_from([
+            "hearth",
+            "--runtime",
+            "kubernetes",
+            "--kube-install",
+            "prod",
+        ])
+        .unwrap()
+        .config;
+        assert_eq!(k.runtime, RuntimeKind::Kubernetes);
+        assert_eq!((k.kube_install.as_str(), k.kube_agent_port), ("prod", 7070));
+        assert!(Wrap::try_parse_from(["hearth", "--runtime", "docker"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn kubernetes_needs_an_install_secret() {
+        let mut c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
+        c.runtime = RuntimeKind::Kubernetes;
+        let err = crate::app::runtime(&c).await.unwrap_err().to_string();
+        assert!(err.contains("HEARTH_INSTALL_SECRET"), "{err}");
+        c.install_secret = Some("short".into());
+        let err = crate::app::runtime(&c).await.unwrap_err().to_string();
+        assert!(err.contains("16 bytes"), "{err}");
+    }
 }
