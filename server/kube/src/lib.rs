@@ -376,6 +376,10 @@ impl Inner {
         }
     }
 
+    /// Starts a pod for `spec`. Its `labels` (tenant, pool) stay with the
+    /// service: a Kubernetes pod carries install, pool and profile only.
+    /// Its `gpu_devices` are the local runtime's: here the device plugin or
+    /// DRA driver picks the devices.
     async fn start(self: &Arc<Self>, spec: PodSpec) -> Result<Pod, Error> {
         if lock(&self.pods).names.contains_key(&spec.pod_id) {
             return Err(Error::StartFailed(format!("pod {} exists", spec.pod_id)));
