@@ -180,3 +180,34 @@ fn the_yaml_writer_keeps_structure() {
         "a:\n  b:\n  - \"x\"\n  - c: 1\n    d: true\n  e: {}\nf: \"true\"\n"
     );
 }
+
+/// The profiles deploy/ ships parse as the service reads them, and every
+/// one of them makes a valid pod.
+#[test]
+fn the_profiles_in_deploy_make_pods() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes");
+    for (profiles, settings) in [
+        ("base/profiles.json", "base/kube-profiles.json"),
+        (
+            "overlays/gpu/profiles.json",
+            "overlays/gpu/kube-profiles.json",
+        ),
+    ] {
+        let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
+        let profiles: Vec<Profile> = serde_json::from_str(&read(profiles)).unwrap();
+        let settings: BTreeMap<String, ProfileSettings> =
+            serde_json::from_str(&read(settings)).unwrap();
+        let mut t = template();
+        for name in settings.keys() {
+            assert!(
+                profiles.iter().any(|p| &p.name == name),
+                "settings for an unknown profile {name}"
+            );
+        }
+        t.settings = settings;
+        t.check().unwrap();
+        for p in &profiles {
+            t.pod("hearth-pod-0", p).unwrap();
+        }
+    }
+}
