@@ -298,6 +298,32 @@ async fn an_image_that_cannot_be_pulled_fails_the_start_with_its_reason() {
     );
 }
 
+#[tokio::test]
+async fn a_pod_deleted_while_starting_fails_the_start() {
+    let h = Harness::new("gone-early").await;
+    let rt = h.runtime();
+    let mut s = spec("pod-early");
+    s.profile.image = "pending/image:1".into();
+    let start = tokio::spawn(async move {
+        let r = rt.start_pod(s).await;
+        (rt, r)
+    });
+    for _ in 0..100 {
+        if !h.cluster.pod_names().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    h.cluster.delete("pod-early");
+    let (_rt, result) = tokio::time::timeout(Duration::from_secs(30), start)
+        .await
+        .expect("the start ends")
+        .unwrap();
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains("deleted while starting"), "{err}");
+    assert!(h.cluster.secret_names().is_empty(), "its Secret goes too");
+}
+
 /// A restarted leader adopts the install's pods: idle ones (wiped) serve
 /// the next starts of their profile with no pod created; a busy pod no
 /// claim names is deleted; a claimed busy one is kept.

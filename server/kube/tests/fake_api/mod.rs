@@ -164,6 +164,10 @@ impl Inner {
                 "imageID": "", "ready": false, "restartCount": 0,
                 "state": {"waiting": {"reason": reason, "message": message}}}]})
         };
+        if image.starts_with("pending/") {
+            // No node takes it: it stays Pending until deleted.
+            return;
+        }
         if image.starts_with("missing/") {
             self.set_status(&name, waiting("ErrImagePull", "pull access denied"));
             return;
