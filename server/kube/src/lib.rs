@@ -99,6 +99,8 @@ struct Live {
     pod_id: String,
     /// Its start returned: vanishing is then news for the service.
     started: bool,
+    /// When this runtime took it on: a re-list begun earlier cannot show it.
+    since: tokio::time::Instant,
 }
 
 /// An adopted idle pod waiting to serve a start of its profile.
@@ -246,10 +248,14 @@ async fn watch_install(inner: Weak<Inner>) {
         watcher::watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
     futures::pin_mut!(stream);
     let mut listed: HashSet<String> = HashSet::new();
+    let mut listing_since = tokio::time::Instant::now();
     while let Some(event) = stream.next().await {
         let Some(inner) = inner.upgrade() else { return };
         match event {
-            Ok(Event::Init) => listed.clear(),
+            Ok(Event::Init) => {
+                listed.clear();
+                listing_since = tokio::time::Instant::now();
+            }
             Ok(Event::InitApply(pod)) => {
                 if let Some(name) = pod.metadata.name.clone() {
                     listed.insert(name);
@@ -261,9 +267,9 @@ async fn watch_install(inner: Weak<Inner>) {
             Ok(Event::InitDone) => {
                 let missing: Vec<String> = lock(&inner.pods)
                     .live
-                    .keys()
-                    .filter(|n| !listed.contains(*n))
-                    .cloned()
+                    .iter()
+                    .filter(|(n, l)| !listed.contains(*n) && l.since < listing_since)
+                    .map(|(n, _)| n.clone())
                     .collect();
                 for name in missing {
                     inner.vanished_name(&name, "deleted".to_owned());
@@ -350,6 +356,7 @@ impl Inner {
                     Live {
                         pod_id: spec.pod_id.clone(),
                         started: true,
+                        since: tokio::time::Instant::now(),
                     },
                 );
                 pods.names.insert(spec.pod_id.clone(), spare.name.clone());
@@ -400,6 +407,7 @@ impl Inner {
                 Live {
                     pod_id: name.clone(),
                     started: false,
+                    since: tokio::time::Instant::now(),
                 },
             );
             pods.names.insert(name.clone(), name.clone());
@@ -481,6 +489,8 @@ impl Inner {
     /// what will not resolve, on deletion, and on staying unschedulable past
     /// the timeout.
     async fn follow(&self, name: &str) -> Result<String, Error> {
+        // The default list semantic is a quorum read: the pod just created
+        // is in the first list, so missing from it means deleted.
         let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let stream = watcher::watcher(self.pods_api.clone(), cfg).default_backoff();
         futures::pin_mut!(stream);
@@ -621,6 +631,7 @@ impl Inner {
                             Live {
                                 pod_id: name.clone(),
                                 started: true,
+                                since: tokio::time::Instant::now(),
                             },
                         );
                         pods.names.insert(name.clone(), name.clone());
