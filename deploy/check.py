@@ -9,8 +9,8 @@
                profiles with unique names that are valid label values, and
                only fields the Profile type has (server/core/src/profile.rs)
                or that deploy/README.md proposes to the Kubernetes runtime.
-  contract     the reference job pod and every pod in deploy/generated/*.yaml
-               carry the labels, port, token volume and hardening of
+  contract     every pod in deploy/generated/*.yaml (the runtime's own) carries
+               the labels, port, token Secret reference and hardening of
                deploy/README.md ("Contract"), and the base NetworkPolicies
                select each as intended.
 
@@ -30,7 +30,6 @@ import yaml
 
 # Profile fields deploy/ uses that the Kubernetes runtime is to add
 # (deploy/README.md, "Profiles"); each is reported while Profile lacks it.
-PROPOSED_PROFILE_FIELDS = {"gpu_share", "gpu_resources", "tolerations", "priority_class"}
 
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 REQUIRED_POD_LABELS = {
@@ -40,7 +39,7 @@ REQUIRED_POD_LABELS = {
 }
 NAMED_POD_LABELS = ("app.kubernetes.io/instance", "hearth.dev/install", "hearth.dev/pool", "hearth.dev/profile")
 NETWORK_VALUES = ("none", "egress")
-TOKEN_DIR = "/var/run/secrets/hearth"
+TOKEN_ENV = "HEARTH_AGENT_TOKEN"
 
 errors: list[str] = []
 notes: list[str] = []
@@ -211,14 +210,7 @@ def check_profiles(root: Path) -> None:
             if not (len(name) <= 63 and LABEL_VALUE.match(name) and name):
                 fail(f"{rel}: profile {name!r} is not a valid label value (hearth.dev/profile)")
             for key in p:
-                if key in known:
-                    continue
-                if key in PROPOSED_PROFILE_FIELDS:
-                    notes.append(
-                        f"{rel}: profile {name!r} uses {key!r}, proposed to the Kubernetes runtime "
-                        "but not yet in server/core/src/profile.rs (a broker built today refuses this file)"
-                    )
-                else:
+                if key not in known:
                     fail(f"{rel}: profile {name!r}: unknown field {key!r} (not in server/core/src/profile.rs)")
             if p.get("max_pods", 1) <= 0:
                 fail(f"{rel}: profile {name!r}: max_pods must be positive")
@@ -297,14 +289,18 @@ def check_pod(where: str, pod: dict, policies: dict[str, dict]) -> None:
         if (c.get("resources") or {}).get("limits", {}).get("memory") is None:
             fail(f"{where}: container {name}: a memory limit")
     volumes = {v["name"]: v for v in spec.get("volumes") or []}
-    token = [v for v in volumes.values() if "secret" in v]
-    if len(token) != 1 or not token[0]["secret"].get("secretName", "").endswith("-token"):
-        fail(f"{where}: one Secret volume, `<pod name>-token`")
-    elif token[0]["secret"]["secretName"] != f"{meta.get('name')}-token":
-        fail(f"{where}: token Secret must be named {meta.get('name')}-token")
-    mounts = [m for c in containers for m in c.get("volumeMounts") or [] if token and m["name"] == token[0]["name"]]
-    if token and (not mounts or mounts[0].get("mountPath") != TOKEN_DIR or not mounts[0].get("readOnly")):
-        fail(f"{where}: token volume mounted read-only at {TOKEN_DIR}")
+    # The agent's token comes from the pod's own Secret, never the spec.
+    refs = [
+        (e.get("valueFrom") or {}).get("secretKeyRef") or {}
+        for c in containers
+        for e in c.get("env") or []
+        if e.get("name") == TOKEN_ENV
+    ]
+    if len(refs) != 1 or refs[0].get("name") != f"{meta.get('name')}-token" or refs[0].get("key") != "token":
+        fail(f"{where}: {TOKEN_ENV} must come from Secret {meta.get('name')}-token, key token")
+    literal = [e for c in containers for e in c.get("env") or [] if "token" in e.get("name", "").lower() and "value" in e]
+    if literal:
+        fail(f"{where}: a token written into the pod spec: {literal[0].get('name')}")
     for v in volumes.values():
         if "hostPath" in v:
             fail(f"{where}: volume {v['name']}: no hostPath")
@@ -338,7 +334,7 @@ def check_contract(rendered_base: Path, pod_files: list[Path], root: Path) -> No
                 name = (doc.get("metadata") or {}).get("name")
                 check_pod(f"{f.relative_to(root)}: pod {name}", doc, policies)
     if pods_seen == 0:
-        fail("contract: no job pod to check (the reference pod is missing)")
+        fail("contract: no job pod to check (deploy/generated/ is empty)")
 
 
 def main() -> int:

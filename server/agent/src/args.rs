@@ -18,7 +18,9 @@ usage: hearth-agent --listen unix:/path/agent.sock|tcp:HOST:PORT --root DIR [opt
   --hide PATH            host path masked by an empty tmpfs inside the sandbox (repeatable)
   --wheelhouse DIR       local wheels for dependency installs
   --python PATH          interpreter used for dependency environments (default python3)
-  --exit-with-parent     kill the running job and exit when the parent process goes away";
+  --exit-with-parent     kill the running job and exit when the parent process goes away
+
+Over TCP the agent needs its pod token in $HEARTH_AGENT_TOKEN and refuses requests without it.";
 
 /// Where the agent listens.
 #[derive(Debug, Clone, PartialEq, Eq)]

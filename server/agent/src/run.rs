@@ -632,6 +632,7 @@ mod tests {
         };
         let run = Run {
             job_id: "j1".into(),
+            caller: None,
             files: BTreeMap::new(),
             command: vec!["true".into()],
             deps: Default::default(),

@@ -42,7 +42,25 @@ pub struct Agent {
     pub disk_quota: Option<DiskQuota>,
     /// The newest leadership epoch a request carried.
     epoch: AtomicU64,
+    /// The pod token every request must carry (agents on TCP only; a unix
+    /// socket is reachable by the service alone).
+    token: Option<String>,
+    /// What the pod holds, for `status`.
+    holds: Mutex<Holds>,
 }
+
+/// The binding a `status` request reports.
+#[derive(Debug, Default)]
+struct Holds {
+    /// Runs in progress (bound or running): job ids.
+    running: Vec<String>,
+    /// The caller of the last job bound since the last wipe.
+    caller: Option<String>,
+}
+
+/// Environment variable the pod token arrives in (from a Secret: never
+/// written into the pod spec).
+pub const TOKEN_ENV: &str = "HEARTH_AGENT_TOKEN";
 
 /// Resident sandboxes kept ready (bubblewrap only). Jobs reuse the sandbox
 /// of the job before them; a spare is ready for when a job ends its own
@@ -69,6 +87,8 @@ impl Agent {
             next_job: AtomicU64::new(0),
             residents: Mutex::new(VecDeque::with_capacity(PREPARED)),
             epoch: AtomicU64::new(0),
+            token: None,
+            holds: Mutex::new(Holds::default()),
             disk_quota: args.disk_mib.map(|mib| DiskQuota {
                 dirs: layout_dirs,
                 bytes: mib << 20,
@@ -154,6 +174,35 @@ impl Agent {
         if epoch < seen { Err(seen) } else { Ok(()) }
     }
 
+    /// Whether `offered` is this pod's token, compared in constant time (the
+    /// time taken says nothing of how much of it matched).
+    fn authorized(&self, offered: Option<&str>) -> bool {
+        match &self.token {
+            None => true,
+            Some(token) => {
+                offered.is_some_and(|o| constant_time_eq(o.as_bytes(), token.as_bytes()))
+            }
+        }
+    }
+
+    /// The answer to `status`.
+    fn status(&self) -> Frame {
+        let holds = lock(&self.holds);
+        let mut envs: Vec<String> = std::fs::read_dir(&self.layout.venvs)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        envs.sort();
+        Frame::Status {
+            busy: !holds.running.is_empty(),
+            job_id: holds.running.first().cloned(),
+            caller: holds.caller.clone(),
+            envs,
+        }
+    }
+
     /// Kills every running job's tree (the agent is about to exit).
     fn kill_all_jobs(&self) {
         self.discard_residents();
@@ -167,7 +216,9 @@ impl Agent {
         let _run = lock(&self.run_lock);
         let _guard = lock(&self.venv_lock);
         self.discard_residents();
-        self.empty_job_dirs()
+        self.empty_job_dirs()?;
+        lock(&self.holds).caller = None;
+        Ok(())
     }
 
     /// Deletes everything in the pod's job directories (jobs must not be
@@ -191,6 +242,15 @@ impl Agent {
         }
         Ok(())
     }
+}
+
+/// Equal slices, in time that depends on their lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -334,7 +394,20 @@ impl Exchange {
 
 /// Binds the listener and serves forever.
 pub fn serve(args: &Args) -> io::Result<()> {
-    let agent = Arc::new(Agent::new(args)?);
+    let mut agent = Agent::new(args)?;
+    if let Listen::Tcp(_) = &args.listen {
+        // Over TCP anything on the network could connect: work is accepted
+        // only with this pod's own token.
+        match std::env::var(TOKEN_ENV) {
+            Ok(token) if !token.is_empty() => agent.token = Some(token),
+            _ => {
+                return Err(io::Error::other(format!(
+                    "listening on TCP needs the pod token in ${TOKEN_ENV}"
+                )));
+            }
+        }
+    }
+    let agent = Arc::new(agent);
     if args.exit_with_parent {
         let agent = Arc::clone(&agent);
         let root = args.root.clone();
@@ -420,7 +493,14 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         return Ok(());
     }
     let request = match serde_json::from_str::<Envelope>(&line) {
-        Ok(Envelope { epoch, request }) => match agent.admit(epoch) {
+        Ok(Envelope { token, .. }) if !agent.authorized(token.as_deref()) => {
+            out.finish(&error_frame(
+                ErrorCode::AgentProtocol,
+                "unauthorized: the request does not carry this pod's token".to_owned(),
+            ));
+            return Ok(());
+        }
+        Ok(Envelope { epoch, request, .. }) => match agent.admit(epoch) {
             Ok(()) => request,
             Err(seen) => {
                 out.finish(&error_frame(
@@ -438,12 +518,13 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
             return Ok(());
         }
     };
-    let prewarm = !matches!(request, Request::Ping);
+    let prewarm = !matches!(request, Request::Ping | Request::Status);
     let last = match request {
         Request::Ping => Frame::Pong {
             protocol: PROTOCOL_VERSION,
             sandbox: agent.sandbox.kind().name().to_owned(),
         },
+        Request::Status => agent.status(),
         Request::Wipe => match agent.wipe() {
             Ok(()) => Frame::Wiped,
             Err(e) => error_frame(ErrorCode::WipeFailed, format!("wipe failed: {e}")),
@@ -466,8 +547,19 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
                 events,
                 next_gen: AtomicU64::new(0),
             };
-            let _run = lock(&agent.run_lock);
-            run::execute(agent, &exchange, &job)
+            {
+                let mut holds = lock(&agent.holds);
+                holds.running.push(job.job_id.clone());
+                if job.caller.is_some() {
+                    holds.caller.clone_from(&job.caller);
+                }
+            }
+            let last = {
+                let _run = lock(&agent.run_lock);
+                run::execute(agent, &exchange, &job)
+            };
+            lock(&agent.holds).running.retain(|id| *id != job.job_id);
+            last
         }
     };
     out.finish(&last);
@@ -485,5 +577,18 @@ pub fn error_frame(code: ErrorCode, message: String) -> Frame {
         code,
         message,
         log: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(!constant_time_eq(b"", b"a"));
     }
 }

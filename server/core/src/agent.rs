@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::job::{Deps, ErrorCode};
 
 /// Version of this protocol; an agent answers `ping` with it.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version 2 added the pod token on every request and the `status` op.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Environment variable naming the file a job writes its JSON output to.
 pub const OUTPUT_ENV: &str = "HEARTH_OUTPUT";
@@ -26,10 +27,17 @@ pub const INPUT_ENV: &str = "HEARTH_INPUT";
 /// the scheduler that sends it. An agent refuses a request whose epoch is
 /// older than one it has seen (`stale_epoch`), so a leader that lost its
 /// lock and has not noticed yet can neither run nor wipe anything.
+///
+/// An agent listening on TCP also requires its pod's own `token` (an HMAC of
+/// the pod id under the install's secret, handed to the pod through a
+/// Secret); a request without it, or with another pod's, is refused
+/// (`agent_unauthorized`) before anything else is read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
     #[serde(default)]
     pub epoch: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     #[serde(flatten)]
     pub request: Request,
 }
@@ -45,12 +53,19 @@ pub enum Request {
     /// Delete everything jobs left in the pod (work dir, environments, temp);
     /// answered by [`Frame::Wiped`].
     Wipe,
+    /// What the pod holds: answered by [`Frame::Status`]. A restarted
+    /// leader asks every pod of its install before adopting it.
+    Status,
 }
 
 /// A job as the agent sees it: already validated, code already resolved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub job_id: String,
+    /// The caller the job runs for: the pod's binding, reported by `status`
+    /// so a new leader knows whose warm pod it is. Never used to decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     /// Relative path -> content, written under the work directory.
     pub files: BTreeMap<String, String>,
     pub command: Vec<String>,
@@ -141,6 +156,49 @@ pub enum Frame {
     },
     /// The pod is clean again. Final.
     Wiped,
+    /// What the pod holds (answer to `status`). Final.
+    Status {
+        /// A job is running (or being bound) right now.
+        busy: bool,
+        /// The job running now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job_id: Option<String>,
+        /// The caller of the last job bound since the last wipe: the pod is
+        /// warm for it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<String>,
+        /// Keys of the dependency environments built in the pod.
+        #[serde(default)]
+        envs: Vec<String>,
+    },
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// The token of pod `pod_id`: an HMAC of its id under the install's secret,
+/// so a restarted leader recomputes it and no pod can compute another's.
+pub fn pod_token(install_secret: &[u8], pod_id: &str) -> String {
+    crate::hex(&hmac_sha256(install_secret, pod_id.as_bytes()))
 }
 
 impl Frame {
@@ -148,7 +206,11 @@ impl Frame {
     pub fn is_final(&self) -> bool {
         matches!(
             self,
-            Frame::Pong { .. } | Frame::Exit { .. } | Frame::Error { .. } | Frame::Wiped
+            Frame::Pong { .. }
+                | Frame::Exit { .. }
+                | Frame::Error { .. }
+                | Frame::Wiped
+                | Frame::Status { .. }
         )
     }
 }
@@ -165,6 +227,7 @@ mod tests {
             env,
             Envelope {
                 epoch: 7,
+                token: None,
                 request: Request::Wipe
             }
         );
@@ -175,6 +238,28 @@ mod tests {
         // Without one, the epoch is 0: refused by any agent that has seen a leader.
         let bare: Envelope = serde_json::from_str(r#"{"op":"ping"}"#).unwrap();
         assert_eq!((bare.epoch, bare.request), (0, Request::Ping));
+        let signed: Envelope =
+            serde_json::from_str(r#"{"op":"status","epoch":3,"token":"ab"}"#).unwrap();
+        assert_eq!(signed.token.as_deref(), Some("ab"));
+        assert_eq!(signed.request, Request::Status);
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        // Test cases 1 and 6 (a key longer than a block).
+        assert_eq!(
+            crate::hex(&hmac_sha256(&[0x0b; 20], b"Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        assert_eq!(
+            crate::hex(&hmac_sha256(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+        assert_ne!(pod_token(b"s", "p1"), pod_token(b"s", "p2"));
+        assert_ne!(pod_token(b"s", "p1"), pod_token(b"t", "p1"));
     }
 
     #[test]

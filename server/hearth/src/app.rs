@@ -70,6 +70,53 @@ pub fn local_runtime(config: &Config) -> anyhow::Result<LocalRuntime> {
     })?)
 }
 
+/// The runtime `config` selects (`--runtime`).
+pub async fn runtime(config: &Config) -> anyhow::Result<Arc<dyn Runtime>> {
+    match config.runtime {
+        crate::config::RuntimeKind::Local => Ok(Arc::new(local_runtime(config)?)),
+        crate::config::RuntimeKind::Kubernetes => Ok(Arc::new(kube_runtime(config).await?)),
+    }
+}
+
+/// The Kubernetes runtime as configured: in-cluster configuration or
+/// `KUBECONFIG`.
+pub async fn kube_runtime(config: &Config) -> anyhow::Result<hearth_kube::KubeRuntime> {
+    use secrecy::ExposeSecret;
+    let secret = config.install_secret.as_ref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "--runtime kubernetes needs HEARTH_INSTALL_SECRET (pod tokens derive from it)"
+        )
+    })?;
+    anyhow::ensure!(
+        secret.expose_secret().len() >= 16,
+        "HEARTH_INSTALL_SECRET must be at least 16 bytes"
+    );
+    let client = hearth_kube::kube::Client::try_default()
+        .await
+        .map_err(|e| anyhow::anyhow!("kubernetes client (in-cluster or KUBECONFIG): {e}"))?;
+    let namespace = config
+        .kube_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_owned());
+    let mut cfg = hearth_kube::KubeConfig::new(
+        &namespace,
+        &config.kube_install,
+        hearth_kube::InstallSecret::new(secret.expose_secret().as_bytes()),
+    );
+    cfg.template.agent_port = config.kube_agent_port;
+    if let Some(path) = &config.kube_profiles {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        cfg.template.settings =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    // The runtime's own deadline comes first, so a slow start fails with
+    // the pod's reason rather than the scheduler's timeout.
+    cfg.start_timeout = Duration::from_secs(config.pod_start_timeout_s.saturating_sub(1).max(1));
+    cfg.unschedulable_timeout = Duration::from_secs(config.kube_unschedulable_timeout_s);
+    Ok(hearth_kube::KubeRuntime::new(client, cfg)?)
+}
+
 /// A running service.
 #[derive(Debug)]
 pub struct Running {

@@ -1,8 +1,6 @@
 //! The `hearth` command line: `serve`, `migrate`, `tenant`, `openapi`, `analyze`,
 //! `simulate`, `control calibrate`.
 
-use std::sync::Arc;
-
 use clap::{Parser, Subcommand};
 use uuid::Uuid;
 
@@ -267,7 +265,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(config) => {
             let telemetry = crate::telemetry::init(config.log_format, &config.telemetry)?;
             let grace = seconds("--shutdown-grace-s", config.shutdown_grace_s)?;
-            let runtime = Arc::new(crate::app::local_runtime(&config)?);
+            let runtime = crate::app::runtime(&config).await?;
             let console = config.console_dir.is_some();
             let running = crate::app::start(*config, runtime.clone()).await?;
             let addr = running.addr;
@@ -292,8 +290,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Err(e) = running.shutdown().await {
                 tracing::error!(error = %e, "control sessions not written at shutdown");
             }
-            // Jobs still running are re-queued by the next start.
-            let _ = hearth_runtime::Runtime::remove_orphans(&*runtime).await;
+            // Jobs still running are re-queued by the next start; pods that
+            // die with the service go now, pods that outlive it stay for the
+            // next leader to adopt.
+            if let Err(e) = hearth_runtime::Runtime::shutdown(&*runtime).await {
+                tracing::warn!(error = %e, "runtime shutdown");
+            }
             if let Err(e) = telemetry.shutdown().await {
                 tracing::warn!(error = %e, "spans not exported at shutdown");
             }

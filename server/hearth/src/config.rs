@@ -32,6 +32,13 @@ pub enum JwtAlgorithm {
     Es256,
 }
 
+/// Which runtime starts pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RuntimeKind {
+    Local,
+    Kubernetes,
+}
+
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -61,6 +68,47 @@ pub struct Config {
     /// `cpu-small` (1 CPU, 1 GiB, no network) and `cpu-net` (2 CPUs, 4 GiB, network).
     #[arg(long, env = "HEARTH_PROFILES")]
     pub profiles: Option<PathBuf>,
+
+    /// Where pods run: `local` (sandboxed processes on this machine, the
+    /// default) or `kubernetes` (pods through the Kubernetes API, with
+    /// in-cluster configuration or `KUBECONFIG`).
+    #[arg(long, env = "HEARTH_RUNTIME", value_enum, default_value = "local")]
+    pub runtime: RuntimeKind,
+
+    /// Kubernetes: namespace of the pods. Default: the client's (the service
+    /// account's in a cluster, the context's with `KUBECONFIG`).
+    #[arg(long, env = "HEARTH_KUBE_NAMESPACE")]
+    pub kube_namespace: Option<String>,
+
+    /// Kubernetes: the install's name, labelled on every pod it creates; a
+    /// new leader adopts the pods of its install only.
+    #[arg(long, env = "HEARTH_KUBE_INSTALL", default_value = "hearth")]
+    pub kube_install: String,
+
+    /// Kubernetes: the secret pod tokens are derived from (HMAC of the pod
+    /// id). Every replica of an install needs the same one.
+    #[arg(long, env = "HEARTH_INSTALL_SECRET", hide_env_values = true)]
+    pub install_secret: Option<SecretString>,
+
+    /// Kubernetes: JSON file mapping profile names to their Kubernetes
+    /// settings (`tolerations`, `priority_class`, `gpu`: `{"kind": "whole"}`,
+    /// `{"kind": "resource", "name": ..., "quantity": ...}`,
+    /// `{"kind": "hami", "memory_mib": ..., "cores_percent": ...}` or
+    /// `{"kind": "dra", "claim_template": ...}`).
+    #[arg(long, env = "HEARTH_KUBE_PROFILES")]
+    pub kube_profiles: Option<PathBuf>,
+
+    /// Kubernetes: the TCP port agents listen on inside their pods.
+    #[arg(long, env = "HEARTH_KUBE_AGENT_PORT", default_value_t = 7070)]
+    pub kube_agent_port: u16,
+
+    /// Kubernetes: seconds a pod may stay unschedulable before its start fails.
+    #[arg(
+        long,
+        env = "HEARTH_KUBE_UNSCHEDULABLE_TIMEOUT_S",
+        default_value_t = 120
+    )]
+    pub kube_unschedulable_timeout_s: u64,
 
     /// Where the local runtime keeps its pods.
     #[arg(long, env = "HEARTH_STATE_DIR", default_value = "/var/tmp/hearth")]
@@ -537,5 +585,40 @@ mod tests {
         c.db_relaxed_connections = 2;
         c.db_acquire_timeout_s = 0.0;
         assert!(c.db_pools().is_err());
+    }
+
+    #[test]
+    fn the_runtime_is_local_unless_kubernetes_is_asked_for() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            config: Config,
+        }
+        let c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
+        assert_eq!(c.runtime, RuntimeKind::Local);
+        let k = Wrap::try_parse_from([
+            "hearth",
+            "--runtime",
+            "kubernetes",
+            "--kube-install",
+            "prod",
+        ])
+        .unwrap()
+        .config;
+        assert_eq!(k.runtime, RuntimeKind::Kubernetes);
+        assert_eq!((k.kube_install.as_str(), k.kube_agent_port), ("prod", 7070));
+        assert!(Wrap::try_parse_from(["hearth", "--runtime", "docker"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn kubernetes_needs_an_install_secret() {
+        let mut c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
+        c.runtime = RuntimeKind::Kubernetes;
+        let err = crate::app::runtime(&c).await.unwrap_err().to_string();
+        assert!(err.contains("HEARTH_INSTALL_SECRET"), "{err}");
+        c.install_secret = Some("short".into());
+        let err = crate::app::runtime(&c).await.unwrap_err().to_string();
+        assert!(err.contains("16 bytes"), "{err}");
     }
 }

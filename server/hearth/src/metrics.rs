@@ -22,6 +22,7 @@
 //! | `hearth_gpu_seconds_held_total` | counter | `profile`, `state` | GPU-seconds held by pods, by what held them (`active`, `warm`, `standby`, `draining`); warm plus standby is GPU time held idle |
 //! | `hearth_pool_budget_gpus` | gauge | `profile` | the pool's budget on GPUs held by warm plus standby pods (absent for policies without a budget) |
 //! | `hearth_queue_depth` | gauge | `profile` | jobs accepted and waiting for pods |
+//! | `hearth_pods_lost_total` | counter | `profile`, `reason` | pods that went away without the scheduler asking, by the runtime's reason (`deleted`, `evicted`, `oom_killed`, `node_lost`, `failed`, `exited` for a local agent) |
 //! | `hearth_leader` | gauge | | 1 on the replica that schedules (holds the lease), else 0; the pool series come from it alone |
 
 use std::sync::atomic::AtomicU64;
@@ -112,7 +113,14 @@ pub struct Metrics {
     started: Family<BySource, Counter>,
     start_seconds: Family<BySource, StartHistogram, fn() -> StartHistogram>,
     finished: Family<ByState, Counter>,
+    lost: Family<ByReason, Counter>,
     leader: Gauge,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ByReason {
+    profile: String,
+    reason: String,
 }
 
 impl Default for Metrics {
@@ -123,6 +131,7 @@ impl Default for Metrics {
                 HistogramWithExemplars::new(BUCKETS.into_iter())
             }),
             finished: Family::default(),
+            lost: Family::default(),
             leader: Gauge::default(),
         }
     }
@@ -174,6 +183,27 @@ impl Metrics {
             .inc();
     }
 
+    /// A pod of `profile` went away on its own. `reason` is the runtime's
+    /// text; its code (before any `:`) labels the series, so the label set
+    /// stays small.
+    pub fn pod_lost(&self, profile: &str, reason: &str) {
+        let code = reason.split(':').next().unwrap_or_default().trim();
+        let code = if !code.is_empty()
+            && code.len() <= 32
+            && code.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        {
+            code
+        } else {
+            "other"
+        };
+        self.lost
+            .get_or_create(&ByReason {
+                profile: profile.to_owned(),
+                reason: code.to_owned(),
+            })
+            .inc();
+    }
+
     /// The exposition in `format`, with the pools' gauges.
     pub fn render(&self, pools: &[PoolGauges], format: Format) -> String {
         let registry = self.registry(pools);
@@ -208,6 +238,11 @@ impl Metrics {
             "hearth_jobs_finished",
             "Jobs that reached a final state",
             self.finished.clone(),
+        );
+        r.register(
+            "hearth_pods_lost",
+            "Pods that went away without the scheduler asking, by reason",
+            self.lost.clone(),
         );
         let pods = Family::<ByState, Gauge>::default();
         let held = Family::<ByState, Counter<f64, AtomicU64>>::default();
@@ -275,6 +310,11 @@ mod tests {
         m.job_started("cpu-small", Source::Warm, 0.3, Some(TraceId::from(7)));
         m.job_started("cpu-small", Source::Cold, 400.0, None);
         m.job_finished("cpu-small", hearth_core::State::Succeeded);
+        m.pod_lost(
+            "cpu-small",
+            "oom_killed: the agent's container ran out of memory",
+        );
+        m.pod_lost("cpu-small", "Some Free Text");
         let text = m.render(&pools(), Format::Prometheus);
         for expected in [
             "# HELP hearth_jobs_started_total Jobs whose pods were all bound, by where the pods came from.\n",
@@ -289,6 +329,8 @@ mod tests {
             "hearth_job_start_seconds_count{profile=\"cpu-small\",source=\"cold\"} 1\n",
             "# TYPE hearth_jobs_finished_total counter\n",
             "hearth_jobs_finished_total{profile=\"cpu-small\",state=\"succeeded\"} 1\n",
+            "hearth_pods_lost_total{profile=\"cpu-small\",reason=\"oom_killed\"} 1\n",
+            "hearth_pods_lost_total{profile=\"cpu-small\",reason=\"other\"} 1\n",
             "# TYPE hearth_pods gauge\n",
             "hearth_pods{profile=\"a\\\"b\",state=\"warm\"} 2\n",
             "# TYPE hearth_gpu_seconds_held_total counter\n",

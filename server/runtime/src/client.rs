@@ -52,12 +52,21 @@ impl std::fmt::Debug for Exchange {
 
 impl Exchange {
     /// Opens a connection and sends `request` with the sender's leadership
-    /// `epoch` (see [`Envelope`]).
-    pub async fn open(address: &str, epoch: u64, request: Request) -> Result<Self, Error> {
+    /// `epoch` and the pod's `token` (see [`Envelope`]).
+    pub async fn open(
+        address: &str,
+        token: Option<&str>,
+        epoch: u64,
+        request: Request,
+    ) -> Result<Self, Error> {
         let conn = connect(address).await?;
         let (read, mut write) = tokio::io::split(conn);
-        let mut line = serde_json::to_vec(&Envelope { epoch, request })
-            .map_err(|e| Error::Protocol(e.to_string()))?;
+        let envelope = Envelope {
+            epoch,
+            token: token.map(str::to_owned),
+            request,
+        };
+        let mut line = serde_json::to_vec(&envelope).map_err(|e| Error::Protocol(e.to_string()))?;
         line.push(b'\n');
         write.write_all(&line).await.map_err(|e| Error::Agent {
             address: address.to_owned(),
@@ -110,26 +119,69 @@ impl Exchange {
 }
 
 /// Pings an agent; returns its `pong`.
-pub async fn ping(address: &str, epoch: u64) -> Result<Frame, Error> {
-    Exchange::open(address, epoch, Request::Ping)
+pub async fn ping(address: &str, token: Option<&str>, epoch: u64) -> Result<Frame, Error> {
+    Exchange::open(address, token, epoch, Request::Ping)
         .await?
         .finish()
         .await
 }
 
 /// Starts a run; read its frames from the returned exchange.
-pub async fn run(address: &str, epoch: u64, run: Run) -> Result<Exchange, Error> {
-    Exchange::open(address, epoch, Request::Run(Box::new(run))).await
+pub async fn run(
+    address: &str,
+    token: Option<&str>,
+    epoch: u64,
+    run: Run,
+) -> Result<Exchange, Error> {
+    Exchange::open(address, token, epoch, Request::Run(Box::new(run))).await
 }
 
 /// Wipes the pod clean.
-pub async fn wipe(address: &str, epoch: u64) -> Result<(), Error> {
-    match Exchange::open(address, epoch, Request::Wipe)
+pub async fn wipe(address: &str, token: Option<&str>, epoch: u64) -> Result<(), Error> {
+    match Exchange::open(address, token, epoch, Request::Wipe)
         .await?
         .finish()
         .await?
     {
         Frame::Wiped => Ok(()),
-        other => Err(Error::Protocol(format!("expected `wiped`, got {other:?}"))),
+        other => Err(refused("wiped", other, address)),
+    }
+}
+
+/// Asks what the pod holds.
+pub async fn status(
+    address: &str,
+    token: Option<&str>,
+    epoch: u64,
+) -> Result<crate::Holding, Error> {
+    match Exchange::open(address, token, epoch, Request::Status)
+        .await?
+        .finish()
+        .await?
+    {
+        Frame::Status {
+            busy,
+            job_id,
+            caller,
+            envs,
+        } => Ok(crate::Holding {
+            busy,
+            job_id,
+            caller,
+            envs,
+        }),
+        other => Err(refused("status", other, address)),
+    }
+}
+
+/// An answer other than the one expected: the agent's own error, or a
+/// protocol mismatch.
+fn refused(expected: &str, got: Frame, address: &str) -> Error {
+    match got {
+        Frame::Error { message, .. } => Error::Agent {
+            address: address.to_owned(),
+            message,
+        },
+        other => Error::Protocol(format!("expected `{expected}`, got {other:?}")),
     }
 }

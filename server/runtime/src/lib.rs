@@ -3,7 +3,8 @@
 //! its address. Nothing above this crate knows whether a pod is a local
 //! sandboxed process tree or a Kubernetes pod.
 //!
-//! Runtimes: [`local`] (the embedded default).
+//! Runtimes: [`local`] (the embedded default) and, in the `hearth-kube`
+//! crate (its dependencies stay out of the agent's build), Kubernetes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -36,12 +37,54 @@ pub struct Pod {
     pub address: String,
     /// The host other pods of a gang use to reach this one.
     pub peer_host: String,
+    /// The pod's token, sent with every agent request. `None` for an agent
+    /// on a unix socket only the service can reach.
+    pub token: Option<String>,
+}
+
+/// A job the store says is running, and on which pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub job_id: String,
+    pub pod_id: String,
+}
+
+/// What a pod left by an earlier leader holds, as its agent reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    pub busy: bool,
+    pub job_id: Option<String>,
+    pub caller: Option<String>,
+    /// Dependency environments already built in the pod.
+    pub envs: Vec<String>,
+}
+
+/// A pod kept by [`Runtime::adopt`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adopted {
+    pub pod: Pod,
+    pub profile: String,
+    pub holding: Holding,
+}
+
+/// What [`Runtime::adopt`] did with the pods an earlier run left.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Adoption {
+    /// Idle pods, wiped: standby capacity. The runtime serves the next
+    /// `start_pod` of their profile from them, without creating a pod.
+    pub standby: Vec<Adopted>,
+    /// Busy pods running the job their claim names.
+    pub busy: Vec<Adopted>,
+    /// Pods deleted (unreachable, busy without a claim, or not adoptable).
+    pub removed: usize,
 }
 
 /// Something that happened to a pod without the service asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodEvent {
-    /// The pod is gone (its agent died, the node went away, ...).
+    /// The pod is gone (its agent died, the node went away, ...). `reason`
+    /// starts with a code (`deleted`, `evicted`, `oom_killed`, `node_lost`,
+    /// `failed`, `exited`), then `: ` and what the runtime knows.
     Gone { pod_id: String, reason: String },
 }
 
@@ -94,7 +137,13 @@ pub trait Runtime: Send + Sync + fmt::Debug + 'static {
     /// on the runtime's own agent requests (the scheduler passes it on its).
     fn set_epoch(&self, epoch: u64);
 
-    /// Removes pods left by an earlier run of the service (after a crash);
-    /// returns how many were removed.
-    fn remove_orphans(&self) -> BoxFuture<'_, Result<usize, Error>>;
+    /// Takes over the pods an earlier run of the service left: asks each
+    /// agent its status, keeps idle ones (wiped) as standby, keeps busy ones
+    /// that a `claims` entry says run that job, and deletes the rest. A
+    /// runtime whose pods die with the service (local) removes them all.
+    fn adopt(&self, claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>>;
+
+    /// The service is stopping. Pods that die with it (local) are removed;
+    /// pods that outlive it (Kubernetes) stay for the next leader to adopt.
+    fn shutdown(&self) -> BoxFuture<'_, Result<(), Error>>;
 }

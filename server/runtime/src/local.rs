@@ -28,7 +28,7 @@ use hearth_core::agent::Frame;
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::{Error, Mechanism, Pod, PodEvent, PodSpec, Runtime, client};
+use crate::{Adoption, Claim, Error, Mechanism, Pod, PodEvent, PodSpec, Runtime, client};
 
 mod cgroup;
 
@@ -469,13 +469,14 @@ impl Inner {
         let now = Instant::now();
         let deadline = now.checked_add(self.cfg.start_timeout).unwrap_or(now);
         let why = loop {
-            match client::ping(&address, self.epoch.load(Ordering::SeqCst)).await {
+            match client::ping(&address, None, self.epoch.load(Ordering::SeqCst)).await {
                 Ok(Frame::Pong { .. }) => {
                     state.started.store(true, Ordering::SeqCst);
                     return Ok(Pod {
                         pod_id,
                         address,
                         peer_host: "127.0.0.1".to_owned(),
+                        token: None,
                     });
                 }
                 Ok(other) => break format!("agent answered the ping with {other:?}"),
@@ -708,7 +709,7 @@ async fn watch(
     let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
     let log = log_tail(&inner.pod_dir(&pod_id).join("agent.log"));
     inner.cleanup(&pod_id).await;
-    let reason = format!("agent exited ({status}); log: {log}");
+    let reason = format!("exited: agent exited ({status}); log: {log}");
     tracing::warn!(pod_id, %reason, "pod gone");
     let _ = inner.events.send(PodEvent::Gone { pod_id, reason });
 }
@@ -831,13 +832,23 @@ impl Runtime for LocalRuntime {
         self.inner.events.subscribe()
     }
 
-    fn remove_orphans(&self) -> BoxFuture<'_, Result<usize, Error>> {
+    /// Local pods die with the service that started them: whatever an
+    /// earlier run left is removed, never adopted.
+    fn adopt(&self, _claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || inner.remove_orphans())
+            let removed = tokio::task::spawn_blocking(move || inner.remove_orphans())
                 .await
-                .map_err(|e| Error::Io(io::Error::other(e)))
+                .map_err(|e| Error::Io(io::Error::other(e)))?;
+            Ok(Adoption {
+                removed,
+                ..Adoption::default()
+            })
         })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move { self.adopt(Vec::new()).await.map(drop) })
     }
 }
 

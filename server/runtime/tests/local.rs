@@ -105,7 +105,7 @@ impl Drop for Harness {
                     .build()
                     .unwrap();
                 let rt = LocalRuntime::new(cfg).unwrap();
-                tokio.block_on(rt.remove_orphans())
+                tokio.block_on(rt.adopt(Vec::new())).map(|a| a.removed)
             });
             let _ = cleanup.join();
         }
@@ -139,6 +139,7 @@ fn profile(network: bool) -> Profile {
 fn job(command: &[&str]) -> Run {
     Run {
         job_id: unique("j"),
+        caller: Some("c1".into()),
         files: BTreeMap::new(),
         command: command.iter().map(|s| (*s).to_owned()).collect(),
         deps: Deps::default(),
@@ -163,7 +164,9 @@ async fn next(ex: &mut client::Exchange) -> Frame {
 
 /// Every frame of a run, the final one last.
 async fn run_all(pod: &Pod, run: Run) -> Vec<Frame> {
-    let mut ex = client::run(&pod.address, 0, run).await.expect("open run");
+    let mut ex = client::run(&pod.address, pod.token.as_deref(), 0, run)
+        .await
+        .expect("open run");
     let mut frames = Vec::new();
     loop {
         let frame = next(&mut ex).await;
@@ -315,7 +318,10 @@ async fn start_ping_and_report_mechanisms() {
         assert!(quota.starts_with("50000"), "cpu quota {quota}");
     }
     assert_eq!(pod.peer_host, "127.0.0.1");
-    match client::ping(&pod.address, 0).await.unwrap() {
+    match client::ping(&pod.address, pod.token.as_deref(), 0)
+        .await
+        .unwrap()
+    {
         Frame::Pong { protocol, sandbox } => {
             assert_eq!(protocol, hearth_core::agent::PROTOCOL_VERSION);
             let want = if h.has("namespaces") { "bwrap" } else { "none" };
@@ -459,7 +465,9 @@ for _ in range(1000):
 else:
     print("never released")
 "#;
-    let mut ex = client::run(&pod.address, 0, python(code)).await.unwrap();
+    let mut ex = client::run(&pod.address, pod.token.as_deref(), 0, python(code))
+        .await
+        .unwrap();
     assert!(matches!(next(&mut ex).await, Frame::Bound { .. }));
     match next(&mut ex).await {
         Frame::Line { stream, line } => {
@@ -489,7 +497,9 @@ async fn timeout_kills_the_whole_tree() {
     let marker = sleep_marker();
     let mut run = sleeping_tree(&marker);
     run.timeout_ms = 1500;
-    let mut ex = client::run(&pod.address, 0, run).await.unwrap();
+    let mut ex = client::run(&pod.address, pod.token.as_deref(), 0, run)
+        .await
+        .unwrap();
     let mut frames = Vec::new();
     loop {
         let f = next(&mut ex).await;
@@ -533,9 +543,14 @@ async fn cancel_kills_the_whole_tree() {
     let mut h = Harness::new(None);
     let pod = h.start(profile(false)).await;
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
-        .await
-        .unwrap();
+    let mut ex = client::run(
+        &pod.address,
+        pod.token.as_deref(),
+        0,
+        sleeping_tree(&marker),
+    )
+    .await
+    .unwrap();
     loop {
         if matches!(next(&mut ex).await, Frame::Line { line, .. } if line == "started") {
             break;
@@ -555,9 +570,14 @@ async fn cancel_kills_the_whole_tree() {
 
     // Dropping the connection cancels too.
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
-        .await
-        .unwrap();
+    let mut ex = client::run(
+        &pod.address,
+        pod.token.as_deref(),
+        0,
+        sleeping_tree(&marker),
+    )
+    .await
+    .unwrap();
     loop {
         if matches!(next(&mut ex).await, Frame::Line { line, .. } if line == "started") {
             break;
@@ -570,7 +590,9 @@ async fn cancel_kills_the_whole_tree() {
     );
     // The pod still serves.
     assert!(matches!(
-        client::ping(&pod.address, 0).await.unwrap(),
+        client::ping(&pod.address, pod.token.as_deref(), 0)
+            .await
+            .unwrap(),
         Frame::Pong { .. }
     ));
     h.finish().await;
@@ -962,7 +984,9 @@ async fn wipe_empties_the_pod() {
     let dir = h.rt.pod_dir(&h.pods[0]);
     assert!(dir.join("work/d/f").exists() && dir.join("io/output.json").exists());
 
-    client::wipe(&pod.address, 0).await.unwrap();
+    client::wipe(&pod.address, pod.token.as_deref(), 0)
+        .await
+        .unwrap();
     for sub in ["work", "io", "venvs", "tmp"] {
         let entries = std::fs::read_dir(dir.join(sub)).unwrap().count();
         assert_eq!(entries, 0, "{sub} not empty after wipe");
@@ -978,7 +1002,9 @@ async fn the_agent_refuses_a_stale_leaders_requests() {
     let pod = h.start(profile(false)).await;
     let stale = |frame: &Frame| matches!(frame, Frame::Error { code, .. } if *code == ErrorCode::StaleEpoch);
     // Leader of epoch 5 runs a job: from then on older epochs are refused.
-    let mut ex = client::run(&pod.address, 5, job(&["true"])).await.unwrap();
+    let mut ex = client::run(&pod.address, pod.token.as_deref(), 5, job(&["true"]))
+        .await
+        .unwrap();
     let last = loop {
         let f = next(&mut ex).await;
         if f.is_final() {
@@ -995,24 +1021,41 @@ async fn the_agent_refuses_a_stale_leaders_requests() {
         ),
         "{last:?}"
     );
-    let refused = client::run(&pod.address, 4, job(&["touch", "/work/stale"]))
-        .await
-        .unwrap()
-        .finish()
-        .await
-        .unwrap();
+    let refused = client::run(
+        &pod.address,
+        pod.token.as_deref(),
+        4,
+        job(&["touch", "/work/stale"]),
+    )
+    .await
+    .unwrap()
+    .finish()
+    .await
+    .unwrap();
     assert!(stale(&refused), "{refused:?}");
     assert!(!h.rt.pod_dir(&h.pods[0]).join("work/stale").exists());
-    assert!(client::wipe(&pod.address, 3).await.is_err());
-    let pong = client::ping(&pod.address, 0).await.unwrap();
+    assert!(
+        client::wipe(&pod.address, pod.token.as_deref(), 3)
+            .await
+            .is_err()
+    );
+    let pong = client::ping(&pod.address, pod.token.as_deref(), 0)
+        .await
+        .unwrap();
     assert!(stale(&pong), "{pong:?}");
     // The current and newer leaders are served.
-    client::wipe(&pod.address, 5).await.unwrap();
+    client::wipe(&pod.address, pod.token.as_deref(), 5)
+        .await
+        .unwrap();
     assert!(matches!(
-        client::ping(&pod.address, 6).await.unwrap(),
+        client::ping(&pod.address, pod.token.as_deref(), 6)
+            .await
+            .unwrap(),
         Frame::Pong { .. }
     ));
-    let refused = client::ping(&pod.address, 5).await.unwrap();
+    let refused = client::ping(&pod.address, pod.token.as_deref(), 5)
+        .await
+        .unwrap();
     assert!(stale(&refused), "{refused:?}");
     h.finish().await;
 }
@@ -1035,7 +1078,11 @@ async fn stop_pod_removes_everything_and_is_idempotent() {
     assert!(!dir.exists());
     assert!(h.rt.cgroup_dirs(&pod_id).iter().all(|d| !d.exists()));
     assert!(!Path::new(&format!("/proc/{pid}/cmdline")).exists() || !is_running(pid));
-    assert!(client::ping(&pod.address, 0).await.is_err());
+    assert!(
+        client::ping(&pod.address, pod.token.as_deref(), 0)
+            .await
+            .is_err()
+    );
     h.rt.stop_pod(&pod_id).await.unwrap();
     h.rt.stop_pod("never-started").await.unwrap();
     h.finish().await;
@@ -1090,9 +1137,14 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
         .unwrap();
     // A job runs while the service "crashes".
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
-        .await
-        .unwrap();
+    let mut ex = client::run(
+        &pod.address,
+        pod.token.as_deref(),
+        0,
+        sleeping_tree(&marker),
+    )
+    .await
+    .unwrap();
     loop {
         if matches!(next(&mut ex).await, Frame::Line { line, .. } if line == "started") {
             break;
@@ -1102,7 +1154,7 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
     assert!(is_running(pid));
 
     let fresh = LocalRuntime::new(config(&state, None)).unwrap();
-    let removed = fresh.remove_orphans().await.unwrap();
+    let removed = fresh.adopt(Vec::new()).await.unwrap().removed;
     assert!(removed >= 1, "removed {removed}");
     assert!(!dir.exists());
     assert!(cgroups.iter().all(|d| !d.exists()));
@@ -1112,7 +1164,7 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
         "the orphan's job survived"
     );
     drop(ex);
-    assert_eq!(fresh.remove_orphans().await.unwrap(), 0);
+    assert_eq!(fresh.adopt(Vec::new()).await.unwrap().removed, 0);
     let _ = std::fs::remove_dir_all(&state);
 }
 
@@ -1132,6 +1184,7 @@ async fn agent_without_a_sandbox_over_tcp() {
         .arg("--root")
         .arg(&root)
         .args(["--sandbox", "none", "--python", "python3"])
+        .env("HEARTH_AGENT_TOKEN", "k8s-token")
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
@@ -1141,6 +1194,7 @@ async fn agent_without_a_sandbox_over_tcp() {
         pod_id: "k8s".into(),
         address: address.clone(),
         peer_host: "127.0.0.1".into(),
+        token: Some("k8s-token".into()),
     };
     assert!(
         eventually(Duration::from_secs(10), || std::net::TcpStream::connect((
@@ -1150,10 +1204,22 @@ async fn agent_without_a_sandbox_over_tcp() {
         .is_ok())
         .await
     );
-    match client::ping(&address, 0).await.unwrap() {
+    match client::ping(&address, Some("k8s-token"), 0).await.unwrap() {
         Frame::Pong { sandbox, .. } => assert_eq!(sandbox, "none"),
         other => panic!("expected pong, got {other:?}"),
     }
+    // Over TCP only this pod's token is served: none, or another, is refused.
+    for wrong in [None, Some("k8s-tokeN"), Some("k8s-token-longer")] {
+        match client::ping(&address, wrong, 0).await.unwrap() {
+            Frame::Error { message, .. } => assert!(message.contains("token"), "{message}"),
+            other => panic!("{wrong:?} was let in: {other:?}"),
+        }
+        assert!(client::wipe(&address, wrong, 0).await.is_err());
+    }
+    let idle = client::status(&address, Some("k8s-token"), 0)
+        .await
+        .unwrap();
+    assert!(!idle.busy && idle.caller.is_none(), "{idle:?}");
 
     let mut run = python(
         "import json, os, sys; json.dump({'input': os.environ['HEARTH_INPUT'], \
@@ -1181,7 +1247,12 @@ async fn agent_without_a_sandbox_over_tcp() {
         "processes of the timed-out job survived"
     );
 
-    client::wipe(&address, 0).await.unwrap();
+    let after = client::status(&address, Some("k8s-token"), 0)
+        .await
+        .unwrap();
+    assert!(!after.busy, "{after:?}");
+    assert_eq!(after.caller.as_deref(), Some("c1"), "the last job's caller");
+    client::wipe(&address, Some("k8s-token"), 0).await.unwrap();
     assert_eq!(std::fs::read_dir(root.join("work")).unwrap().count(), 0);
     agent.kill().await.unwrap();
     let _ = std::fs::remove_dir_all(&root);
@@ -1238,11 +1309,17 @@ async fn the_agent_exits_with_its_parent() {
         pod_id: "parent".into(),
         address,
         peer_host: "127.0.0.1".into(),
+        token: None,
     };
     let marker = sleep_marker();
-    let mut ex = client::run(&pod.address, 0, sleeping_tree(&marker))
-        .await
-        .unwrap();
+    let mut ex = client::run(
+        &pod.address,
+        pod.token.as_deref(),
+        0,
+        sleeping_tree(&marker),
+    )
+    .await
+    .unwrap();
     loop {
         if matches!(next(&mut ex).await, Frame::Line { line, .. } if line == "started") {
             break;

@@ -99,6 +99,7 @@ async fn bench_cold_start_and_warm_jobs() {
             tokio::time::sleep(pause).await;
             let run = Run {
                 job_id: format!("j{i}"),
+                caller: None,
                 files: BTreeMap::new(),
                 command: command.iter().map(|s| (*s).to_owned()).collect(),
                 deps: Default::default(),
@@ -109,7 +110,7 @@ async fn bench_cold_start_and_warm_jobs() {
                 max_log_bytes: 65536,
             };
             let t = Instant::now();
-            let last = client::run(&pod.address, 0, run)
+            let last = client::run(&pod.address, pod.token.as_deref(), 0, run)
                 .await
                 .unwrap()
                 .finish()

@@ -428,6 +428,7 @@ impl Scheduler {
             }) else {
                 return;
             };
+            self.inner.metrics.pod_lost(&profile, reason);
             let phase = st.pools[&profile].slots.get(&pod).map(|s| s.phase);
             let lost = match phase {
                 Some(Phase::Ready) => true,

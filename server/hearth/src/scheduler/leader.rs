@@ -242,10 +242,22 @@ impl Scheduler {
         self.inner.leadership.store(epoch, Ordering::SeqCst);
         self.inner.runtime.set_epoch(epoch as u64);
         tracing::info!(epoch, "leadership epoch");
-        match self.inner.runtime.remove_orphans().await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(pods = n, "removed pods left by an earlier run"),
-            Err(e) => tracing::warn!(error = %e, "could not remove orphan pods"),
+        // Pods an earlier leader left: the runtime keeps what it can prove
+        // idle (standby capacity it serves the next starts of their profile
+        // from) and deletes the rest. No claims: the exchanges of jobs that
+        // ran under the last leader ended with it (an agent cancels a run
+        // whose connection closes), and `recover` re-queues those jobs.
+        match self.inner.runtime.adopt(Vec::new()).await {
+            Ok(a) if a.removed == 0 && a.standby.is_empty() && a.busy.is_empty() => {}
+            Ok(a) => tracing::info!(
+                standby = a.standby.len(),
+                busy = a.busy.len(),
+                removed = a.removed,
+                "took over the pods an earlier run left"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not take over the pods an earlier run left")
+            }
         }
         self.load_budgets().await;
         let mut pod_events = self.inner.runtime.subscribe();

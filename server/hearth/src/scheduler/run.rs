@@ -490,7 +490,7 @@ impl Scheduler {
                 .clone()
                 .ok_or_else(|| format!("pod {} has no address", a.runtime_id))?;
             if a.wipe {
-                client::wipe(&pod.address, epoch)
+                client::wipe(&pod.address, pod.token.as_deref(), epoch)
                     .await
                     .map_err(|e| format!("pod {}: wipe failed: {e}", a.runtime_id))?;
             }
@@ -557,6 +557,8 @@ impl Scheduler {
             }
             let run = agent::Run {
                 job_id: job.job_id.to_string(),
+                // Tenant and caller: whose binding the pod holds after it.
+                caller: Some(format!("{}/{}", job.tenant_id, spec.caller)),
                 files: files.clone(),
                 command: spec.command.clone(),
                 deps: spec.deps.clone(),
@@ -568,7 +570,7 @@ impl Scheduler {
             };
             tokio::spawn(relay(
                 rank as u32,
-                pod.address.clone(),
+                pod.clone(),
                 self.epoch(),
                 run,
                 frames_tx.clone(),
@@ -663,7 +665,7 @@ impl Scheduler {
                                 stop_all("a rank failed", &cancel_tx);
                             }
                         }
-                        Frame::Pong { .. } | Frame::Wiped => {}
+                        Frame::Pong { .. } | Frame::Wiped | Frame::Status { .. } => {}
                     }
                 }
                 () = cancel.notified(), if !was_cancelled => {
@@ -862,19 +864,20 @@ fn topology(gang: bool, pods: &[Pod]) -> Option<Vec<Rank>> {
 /// on. Ends after the final frame.
 async fn relay(
     rank: u32,
-    address: String,
+    pod: Pod,
     epoch: i64,
     run: agent::Run,
     frames: mpsc::Sender<RankFrame>,
     mut cancel: watch::Receiver<bool>,
 ) {
-    let mut exchange = match client::run(&address, epoch as u64, run).await {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = frames.send((rank, Err(e))).await;
-            return;
-        }
-    };
+    let mut exchange =
+        match client::run(&pod.address, pod.token.as_deref(), epoch as u64, run).await {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = frames.send((rank, Err(e))).await;
+                return;
+            }
+        };
     let mut cancel_sent = false;
     loop {
         tokio::select! {

@@ -1,0 +1,823 @@
+//! The Kubernetes runtime: one Kubernetes pod per Hearth pod, created and
+//! followed through the Kubernetes API (watches only, never a polling
+//! loop), its agent reached over TCP with the pod's own token, and the
+//! install's pods adopted by a new leader instead of thrown away.
+//!
+//! A crate of its own so that `kube`, `k8s-openapi` and rustls stay out of
+//! the agent's build and of the local runtime's. It may not touch the store:
+//! what it knows of jobs arrives as [`Claim`]s.
+//!
+//! Modules: [`spec`] (the Pod and Secret objects, name and quantity checks),
+//! [`status`] (reading a pod's status: ready, hopeless, gone and why).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
+use hearth_core::agent::{Frame, pod_token};
+use hearth_runtime::{
+    Adopted, Adoption, Claim, Error, Mechanism, Pod, PodEvent, PodSpec, Runtime, client,
+};
+use k8s_openapi::api::core::v1::{Pod as KubePod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::broadcast;
+
+pub mod spec;
+pub mod status;
+
+/// The client crate, for callers that build a [`kube::Client`].
+pub use kube;
+pub use spec::{Gpu, ProfileSettings, Template};
+use status::Progress;
+
+/// The install's secret pod tokens are derived from. Never printed.
+#[derive(Clone)]
+pub struct InstallSecret(Vec<u8>);
+
+impl InstallSecret {
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        InstallSecret(bytes.into())
+    }
+
+    /// The token of pod `name`.
+    pub fn token(&self, name: &str) -> String {
+        pod_token(&self.0, name)
+    }
+}
+
+impl fmt::Debug for InstallSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("InstallSecret(..)")
+    }
+}
+
+/// Settings of the Kubernetes runtime.
+#[derive(Debug, Clone)]
+pub struct KubeConfig {
+    pub template: Template,
+    pub secret: InstallSecret,
+    /// How long a pod may take from creation to a ready agent.
+    pub start_timeout: Duration,
+    /// How long a pod may stay unschedulable before its start fails.
+    pub unschedulable_timeout: Duration,
+    /// How long an agent may take to answer during adoption.
+    pub agent_timeout: Duration,
+    /// How long an adopted idle pod waits for a start of its profile before
+    /// it is deleted (the new leader's pools may want fewer pods).
+    pub spare_ttl: Duration,
+}
+
+impl KubeConfig {
+    pub fn new(namespace: &str, install: &str, secret: InstallSecret) -> Self {
+        KubeConfig {
+            template: Template {
+                namespace: namespace.to_owned(),
+                install: install.to_owned(),
+                agent_port: 7070,
+                run_as: 65532,
+                settings: BTreeMap::new(),
+            },
+            secret,
+            start_timeout: Duration::from_secs(600),
+            unschedulable_timeout: Duration::from_secs(120),
+            agent_timeout: Duration::from_secs(5),
+            spare_ttl: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A pod this runtime drives, by Kubernetes name.
+#[derive(Debug, Clone)]
+struct Live {
+    /// The id the service knows it by (an adopted pod keeps its own name).
+    pod_id: String,
+    /// Its start returned: vanishing is then news for the service.
+    started: bool,
+    /// When this runtime took it on: a re-list begun earlier cannot show it.
+    since: tokio::time::Instant,
+}
+
+/// An adopted idle pod waiting to serve a start of its profile.
+#[derive(Debug, Clone)]
+struct Spare {
+    name: String,
+    profile: String,
+    spec_hash: String,
+    pod: Pod,
+}
+
+#[derive(Default, Debug)]
+struct Pods {
+    /// Kubernetes name -> what the service knows.
+    live: HashMap<String, Live>,
+    /// Service id -> Kubernetes name.
+    names: HashMap<String, String>,
+    spares: Vec<Spare>,
+}
+
+struct Inner {
+    cfg: KubeConfig,
+    pods_api: Api<KubePod>,
+    secrets_api: Api<Secret>,
+    epoch: AtomicU64,
+    events: broadcast::Sender<PodEvent>,
+    pods: Mutex<Pods>,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inner")
+            .field("namespace", &self.cfg.template.namespace)
+            .field("install", &self.cfg.template.install)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Kubernetes runtime. Cheap to share; its pod watch ends when it is
+/// dropped.
+#[derive(Debug)]
+pub struct KubeRuntime {
+    inner: Arc<Inner>,
+    watch: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KubeRuntime {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
+}
+
+/// Deletes a pod whose start was abandoned midway.
+struct Undo {
+    inner: Option<Arc<Inner>>,
+    name: String,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            inner.forget(&self.name);
+            let name = std::mem::take(&mut self.name);
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { inner.delete(&name).await });
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether an API error is the API server's `NotFound`.
+fn not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_not_found())
+}
+
+fn already_exists(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_already_exists())
+}
+
+/// An API error as a start failure, with what the API server said.
+fn api_error(what: &str, e: &kube::Error) -> Error {
+    match e {
+        kube::Error::Api(s) => {
+            Error::StartFailed(format!("{what}: {} ({}, {})", s.message, s.reason, s.code))
+        }
+        other => Error::StartFailed(format!("{what}: {other}")),
+    }
+}
+
+impl KubeRuntime {
+    /// A runtime on `client` (in-cluster configuration or `KUBECONFIG`: see
+    /// [`kube::Client::try_default`]). Starts the watch over the install's
+    /// pods; must run inside a Tokio runtime.
+    pub fn new(client: kube::Client, cfg: KubeConfig) -> Result<Self, Error> {
+        cfg.template
+            .check()
+            .map_err(|e| Error::StartFailed(format!("kubernetes settings: {e}")))?;
+        let ns = cfg.template.namespace.clone();
+        let (events, _) = broadcast::channel(1024);
+        let inner = Arc::new(Inner {
+            pods_api: Api::namespaced(client.clone(), &ns),
+            secrets_api: Api::namespaced(client, &ns),
+            cfg,
+            epoch: AtomicU64::new(0),
+            events,
+            pods: Mutex::new(Pods::default()),
+        });
+        let watch = tokio::spawn(watch_install(Arc::downgrade(&inner)));
+        Ok(KubeRuntime { inner, watch })
+    }
+
+    /// Connects with in-cluster configuration or `KUBECONFIG`.
+    pub async fn connect(cfg: KubeConfig) -> Result<Self, Error> {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| Error::StartFailed(format!("kubernetes client: {e}")))?;
+        Self::new(client, cfg)
+    }
+
+    /// The Pod object the runtime would create for `spec` (for golden files
+    /// and checks).
+    pub fn pod_object(&self, spec: &PodSpec) -> Result<KubePod, Error> {
+        self.inner
+            .cfg
+            .template
+            .pod(&spec.pod_id, &spec.profile)
+            .map_err(|e| Error::StartFailed(e.to_string()))
+    }
+}
+
+/// Follows every pod of the install for the life of the runtime and
+/// announces the ones that vanish. The watcher re-lists after a dropped
+/// watch (410 Gone); pods missing from the new list are reported deleted,
+/// so nothing is lost in between.
+async fn watch_install(inner: Weak<Inner>) {
+    let (api, selector) = match inner.upgrade() {
+        Some(i) => (i.pods_api.clone(), i.cfg.template.selector()),
+        None => return,
+    };
+    let stream =
+        watcher::watcher(api, watcher::Config::default().labels(&selector)).default_backoff();
+    futures::pin_mut!(stream);
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut listing_since = tokio::time::Instant::now();
+    while let Some(event) = stream.next().await {
+        let Some(inner) = inner.upgrade() else { return };
+        match event {
+            Ok(Event::Init) => {
+                listed.clear();
+                listing_since = tokio::time::Instant::now();
+            }
+            Ok(Event::InitApply(pod)) => {
+                if let Some(name) = pod.metadata.name.clone() {
+                    listed.insert(name);
+                }
+                if let Some(reason) = status::gone_reason(&pod) {
+                    inner.vanished(&pod, reason);
+                }
+            }
+            Ok(Event::InitDone) => {
+                let missing: Vec<String> = lock(&inner.pods)
+                    .live
+                    .iter()
+                    .filter(|(n, l)| !listed.contains(*n) && l.since < listing_since)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                for name in missing {
+                    inner.vanished_name(&name, "deleted".to_owned());
+                }
+            }
+            Ok(Event::Apply(pod)) => {
+                if let Some(reason) = status::gone_reason(&pod) {
+                    inner.vanished(&pod, reason);
+                }
+            }
+            Ok(Event::Delete(pod)) => inner.vanished(&pod, status::deleted_reason(&pod)),
+            Err(e) => tracing::warn!(error = %e, "watch of the install's pods"),
+        }
+    }
+}
+
+impl Inner {
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    fn vanished(self: &Arc<Self>, pod: &KubePod, reason: String) {
+        if let Some(name) = &pod.metadata.name {
+            self.vanished_name(name, reason);
+        }
+    }
+
+    /// A pod went away on its own: a started one is announced (once), and
+    /// whatever is left of it deleted.
+    fn vanished_name(self: &Arc<Self>, name: &str, reason: String) {
+        let gone = {
+            let mut pods = lock(&self.pods);
+            pods.spares.retain(|s| s.name != name);
+            match pods.live.get(name) {
+                Some(l) if l.started => {
+                    let l = pods.live.remove(name).expect("present");
+                    pods.names.remove(&l.pod_id);
+                    Some(l.pod_id)
+                }
+                _ => None,
+            }
+        };
+        if let Some(pod_id) = gone {
+            tracing::warn!(pod = name, %reason, "pod lost");
+            let _ = self.events.send(PodEvent::Gone { pod_id, reason });
+            let this = Arc::clone(self);
+            let name = name.to_owned();
+            tokio::spawn(async move { this.delete(&name).await });
+        }
+    }
+
+    /// Deletes a pod and its token Secret; either being gone already is fine.
+    async fn delete(&self, name: &str) {
+        let dp = DeleteParams::default();
+        if let Err(e) = self.pods_api.delete(name, &dp).await
+            && !not_found(&e)
+        {
+            tracing::warn!(pod = name, error = %e, "deleting a pod");
+        }
+        if let Err(e) = self
+            .secrets_api
+            .delete(&Template::secret_name(name), &dp)
+            .await
+            && !not_found(&e)
+        {
+            tracing::warn!(pod = name, error = %e, "deleting a pod's token");
+        }
+    }
+
+    /// A spare of this profile, made from the same inputs, wiped for its
+    /// new life; `None` when there is none.
+    async fn take_spare(&self, spec: &PodSpec) -> Option<Pod> {
+        let hash = self.cfg.template.spec_hash(&spec.profile);
+        loop {
+            let spare = {
+                let mut pods = lock(&self.pods);
+                let i = pods
+                    .spares
+                    .iter()
+                    .position(|s| s.profile == spec.profile.name && s.spec_hash == hash)?;
+                let spare = pods.spares.swap_remove(i);
+                pods.live.insert(
+                    spare.name.clone(),
+                    Live {
+                        pod_id: spec.pod_id.clone(),
+                        started: true,
+                        since: tokio::time::Instant::now(),
+                    },
+                );
+                pods.names.insert(spec.pod_id.clone(), spare.name.clone());
+                spare
+            };
+            let wiped = client::wipe(&spare.pod.address, spare.pod.token.as_deref(), self.epoch());
+            match tokio::time::timeout(self.cfg.agent_timeout, wiped).await {
+                Ok(Ok(())) => {
+                    tracing::info!(pod = %spec.pod_id, adopted = %spare.name, "served a start from an adopted pod");
+                    return Some(Pod {
+                        pod_id: spec.pod_id.clone(),
+                        ..spare.pod
+                    });
+                }
+                _ => {
+                    {
+                        let mut pods = lock(&self.pods);
+                        pods.live.remove(&spare.name);
+                        pods.names.remove(&spec.pod_id);
+                    }
+                    self.delete(&spare.name).await;
+                }
+            }
+        }
+    }
+
+    /// Starts a pod for `spec`. Its `labels` (tenant, pool) stay with the
+    /// service: a Kubernetes pod carries install, pool and profile only.
+    /// Its `gpu_devices` are the local runtime's: here the device plugin or
+    /// DRA driver picks the devices.
+    async fn start(self: &Arc<Self>, spec: PodSpec) -> Result<Pod, Error> {
+        if lock(&self.pods).names.contains_key(&spec.pod_id) {
+            return Err(Error::StartFailed(format!("pod {} exists", spec.pod_id)));
+        }
+        if let Some(pod) = self.take_spare(&spec).await {
+            return Ok(pod);
+        }
+        let name = spec.pod_id.clone();
+        let object = self
+            .cfg
+            .template
+            .pod(&name, &spec.profile)
+            .map_err(|e| Error::StartFailed(e.to_string()))?;
+        {
+            let mut pods = lock(&self.pods);
+            pods.live.insert(
+                name.clone(),
+                Live {
+                    pod_id: name.clone(),
+                    started: false,
+                    since: tokio::time::Instant::now(),
+                },
+            );
+            pods.names.insert(name.clone(), name.clone());
+        }
+        // A start that fails, or is dropped by its caller (the scheduler's
+        // own timeout), leaves nothing behind.
+        let mut undo = Undo {
+            inner: Some(Arc::clone(self)),
+            name: name.clone(),
+        };
+        let started = self.create_and_follow(&name, object).await;
+        match started {
+            Ok(pod) => {
+                undo.inner = None;
+                if let Some(l) = lock(&self.pods).live.get_mut(&name) {
+                    l.started = true;
+                }
+                Ok(pod)
+            }
+            Err(e) => {
+                undo.inner = None;
+                self.forget(&name);
+                self.delete(&name).await;
+                Err(e)
+            }
+        }
+    }
+
+    fn forget(&self, name: &str) {
+        let mut pods = lock(&self.pods);
+        pods.live.remove(name);
+        pods.names.remove(name);
+    }
+
+    async fn create_and_follow(&self, name: &str, object: KubePod) -> Result<Pod, Error> {
+        let token = self.cfg.secret.token(name);
+        let secret = self.cfg.template.secret(name, &token);
+        let pp = PostParams::default();
+        match self.secrets_api.create(&pp, &secret).await {
+            Ok(_) => {}
+            // Left by an earlier try: its token is the same (derived).
+            Err(e) if already_exists(&e) => {}
+            Err(e) => return Err(api_error("creating the pod's token Secret", &e)),
+        }
+        let created = self
+            .pods_api
+            .create(&pp, &object)
+            .await
+            .map_err(|e| api_error("creating the pod", &e))?;
+        // The Secret goes with its pod (garbage collection), whoever deletes it.
+        if let Some(uid) = created.metadata.uid.as_deref() {
+            let owner = serde_json::json!({"metadata": {"ownerReferences": [{
+                "apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid,
+            }]}});
+            if let Err(e) = self
+                .secrets_api
+                .patch(
+                    &Template::secret_name(name),
+                    &PatchParams::default(),
+                    &Patch::Merge(&owner),
+                )
+                .await
+            {
+                tracing::warn!(pod = name, error = %e, "the token Secret is not owned by its pod");
+            }
+        }
+        let ip = self.follow(name).await?;
+        let address = format!("tcp:{ip}:{}", self.cfg.template.agent_port);
+        self.ping(&address, &token).await?;
+        Ok(Pod {
+            pod_id: name.to_owned(),
+            address,
+            peer_host: ip,
+            token: Some(token),
+        })
+    }
+
+    /// Follows pod `name` through a watch until it is ready; fails fast on
+    /// what will not resolve, on deletion, and on staying unschedulable past
+    /// the timeout.
+    async fn follow(&self, name: &str) -> Result<String, Error> {
+        // The default list semantic is a quorum read: the pod just created
+        // is in the first list, so missing from it means deleted.
+        let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let stream = watcher::watcher(self.pods_api.clone(), cfg).default_backoff();
+        futures::pin_mut!(stream);
+        let overall = tokio::time::sleep(self.cfg.start_timeout);
+        tokio::pin!(overall);
+        let mut unschedulable: Option<(tokio::time::Instant, String)> = None;
+        let mut seen = false;
+        loop {
+            let give_up_at = unschedulable
+                .as_ref()
+                .map(|(since, _)| *since + self.cfg.unschedulable_timeout);
+            let unschedulable_timer = async {
+                match give_up_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => futures::future::pending().await,
+                }
+            };
+            let event = tokio::select! {
+                event = stream.try_next() => event,
+                () = &mut overall => {
+                    return Err(Error::StartFailed(format!(
+                        "pod {name} was not ready within {:?}", self.cfg.start_timeout
+                    )));
+                }
+                () = unschedulable_timer => {
+                    let why = unschedulable.map(|(_, m)| m).unwrap_or_default();
+                    return Err(Error::StartFailed(format!(
+                        "pod {name} stayed unschedulable for {:?}: {why}", self.cfg.unschedulable_timeout
+                    )));
+                }
+            };
+            let pod = match event {
+                Ok(Some(Event::Apply(pod) | Event::InitApply(pod))) => pod,
+                Ok(Some(Event::Delete(pod))) => {
+                    return Err(Error::StartFailed(format!(
+                        "pod {name} was deleted while starting ({})",
+                        status::deleted_reason(&pod)
+                    )));
+                }
+                Ok(Some(Event::InitDone)) if !seen => {
+                    return Err(Error::StartFailed(format!(
+                        "pod {name} was deleted while starting"
+                    )));
+                }
+                Ok(Some(Event::Init | Event::InitDone)) => continue,
+                Ok(None) => {
+                    return Err(Error::StartFailed(format!("the watch of pod {name} ended")));
+                }
+                Err(e) => {
+                    // The backoff retries; a re-list follows.
+                    tracing::debug!(pod = name, error = %e, "watch of a starting pod");
+                    continue;
+                }
+            };
+            seen = true;
+            match status::progress(&pod) {
+                Progress::Ready { ip } => return Ok(ip),
+                Progress::Failed(why) => {
+                    return Err(Error::StartFailed(format!("pod {name}: {why}")));
+                }
+                Progress::Pending {
+                    unschedulable: Some(message),
+                } => {
+                    if unschedulable.is_none() {
+                        unschedulable = Some((tokio::time::Instant::now(), message));
+                    }
+                }
+                Progress::Pending {
+                    unschedulable: None,
+                } => unschedulable = None,
+            }
+        }
+    }
+
+    /// The agent of a ready pod answers (its readiness probe opened a TCP
+    /// connection; a ping proves the protocol and the token).
+    async fn ping(&self, address: &str, token: &str) -> Result<(), Error> {
+        let mut last = None;
+        for attempt in 0..5u32 {
+            let pinged = client::ping(address, Some(token), self.epoch());
+            match tokio::time::timeout(self.cfg.agent_timeout, pinged).await {
+                Ok(Ok(Frame::Pong { .. })) => return Ok(()),
+                Ok(Ok(other)) => {
+                    return Err(Error::StartFailed(format!(
+                        "agent at {address} answered the ping with {other:?}"
+                    )));
+                }
+                Ok(Err(e)) => last = Some(e.to_string()),
+                Err(_) => last = Some("no answer in time".to_owned()),
+            }
+            tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+        }
+        Err(Error::StartFailed(format!(
+            "agent at {address} did not answer: {}",
+            last.unwrap_or_default()
+        )))
+    }
+
+    async fn stop(&self, pod_id: &str) {
+        let name = {
+            let mut pods = lock(&self.pods);
+            let name = pods.names.remove(pod_id);
+            if let Some(n) = &name {
+                pods.live.remove(n);
+            }
+            name
+        };
+        if let Some(name) = name {
+            self.delete(&name).await;
+        }
+    }
+
+    async fn adopt(self: &Arc<Self>, claims: Vec<Claim>) -> Result<Adoption, Error> {
+        let lp = ListParams::default().labels(&self.cfg.template.selector());
+        let list = self.pods_api.list(&lp).await.map_err(|e| {
+            Error::Io(std::io::Error::other(format!(
+                "listing the install's pods: {e}"
+            )))
+        })?;
+        let claimed: HashMap<&str, &str> = claims
+            .iter()
+            .map(|c| (c.pod_id.as_str(), c.job_id.as_str()))
+            .collect();
+        let mut adoption = Adoption::default();
+        for kpod in list.items {
+            let Some(name) = kpod.metadata.name.clone() else {
+                continue;
+            };
+            if lock(&self.pods).live.contains_key(&name) {
+                continue;
+            }
+            match self.examine(&name, &kpod, &claimed).await {
+                Some((adopted, busy)) => {
+                    let mut pods = lock(&self.pods);
+                    if busy {
+                        pods.live.insert(
+                            name.clone(),
+                            Live {
+                                pod_id: name.clone(),
+                                started: true,
+                                since: tokio::time::Instant::now(),
+                            },
+                        );
+                        pods.names.insert(name.clone(), name.clone());
+                        adoption.busy.push(adopted);
+                    } else {
+                        pods.spares.push(Spare {
+                            name: name.clone(),
+                            profile: adopted.profile.clone(),
+                            spec_hash: kpod
+                                .metadata
+                                .annotations
+                                .as_ref()
+                                .and_then(|a| a.get(spec::SPEC_HASH_ANNOTATION))
+                                .cloned()
+                                .unwrap_or_default(),
+                            pod: adopted.pod.clone(),
+                        });
+                        adoption.standby.push(adopted);
+                    }
+                }
+                None => {
+                    self.delete(&name).await;
+                    adoption.removed += 1;
+                }
+            }
+        }
+        if !adoption.standby.is_empty() {
+            // Spares no start took in time go: a timer, not a loop.
+            let names: Vec<String> = adoption
+                .standby
+                .iter()
+                .map(|a| a.pod.pod_id.clone())
+                .collect();
+            let this = Arc::downgrade(self);
+            let ttl = self.cfg.spare_ttl;
+            tokio::spawn(async move {
+                tokio::time::sleep(ttl).await;
+                let Some(inner) = this.upgrade() else { return };
+                let expired: Vec<String> = {
+                    let mut pods = lock(&inner.pods);
+                    let (gone, kept) = pods.spares.drain(..).partition(|s| names.contains(&s.name));
+                    pods.spares = kept;
+                    gone.into_iter().map(|s: Spare| s.name).collect()
+                };
+                for name in expired {
+                    tracing::info!(pod = %name, "an adopted pod no start took is deleted");
+                    inner.delete(&name).await;
+                }
+            });
+        }
+        Ok(adoption)
+    }
+
+    /// Whether pod `name` can be kept, and as busy or idle.
+    async fn examine(
+        &self,
+        name: &str,
+        kpod: &KubePod,
+        claimed: &HashMap<&str, &str>,
+    ) -> Option<(Adopted, bool)> {
+        let Progress::Ready { ip } = status::progress(kpod) else {
+            tracing::info!(pod = name, "not adopted: not ready");
+            return None;
+        };
+        let profile = kpod
+            .metadata
+            .labels
+            .as_ref()?
+            .get(spec::PROFILE_LABEL)?
+            .clone();
+        let token = self.cfg.secret.token(name);
+        let address = format!("tcp:{ip}:{}", self.cfg.template.agent_port);
+        let asked = client::status(&address, Some(&token), self.epoch());
+        let holding = match tokio::time::timeout(self.cfg.agent_timeout, asked).await {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                tracing::info!(pod = name, error = %e, "not adopted: its agent refused");
+                return None;
+            }
+            Err(_) => {
+                tracing::info!(pod = name, "not adopted: its agent did not answer");
+                return None;
+            }
+        };
+        let pod = Pod {
+            pod_id: name.to_owned(),
+            address,
+            peer_host: ip,
+            token: Some(token),
+        };
+        if holding.busy {
+            let runs_claimed = holding
+                .job_id
+                .as_deref()
+                .is_some_and(|j| claimed.get(name) == Some(&j));
+            if !runs_claimed {
+                tracing::info!(pod = name, job = ?holding.job_id, "not adopted: busy with a job no claim names");
+                return None;
+            }
+            return Some((
+                Adopted {
+                    pod,
+                    profile,
+                    holding,
+                },
+                true,
+            ));
+        }
+        // Idle: wiped, it is standby capacity (nothing of its last caller stays).
+        let wiped = client::wipe(&pod.address, pod.token.as_deref(), self.epoch());
+        match tokio::time::timeout(self.cfg.agent_timeout, wiped).await {
+            Ok(Ok(())) => Some((
+                Adopted {
+                    pod,
+                    profile,
+                    holding,
+                },
+                false,
+            )),
+            _ => {
+                tracing::info!(pod = name, "not adopted: the wipe failed");
+                None
+            }
+        }
+    }
+}
+
+impl Runtime for KubeRuntime {
+    fn name(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn mechanisms(&self) -> Vec<Mechanism> {
+        let m = |name: &str, detail: &str| Mechanism {
+            name: name.to_owned(),
+            available: true,
+            detail: detail.to_owned(),
+        };
+        vec![
+            m(
+                "pod",
+                "one Kubernetes pod per Hearth pod; the pod is the sandbox",
+            ),
+            m("cgroup.memory", "the pod's memory limit"),
+            m("cgroup.cpu", "the pod's CPU limit"),
+            m(
+                "seccomp",
+                "RuntimeDefault, no capabilities, read-only root filesystem, non-root",
+            ),
+            m(
+                "network-isolation",
+                "a NetworkPolicy (deploy/): only brokers reach agents",
+            ),
+            m(
+                "agent-token",
+                "an HMAC of the pod id under the install secret, from a Secret",
+            ),
+        ]
+    }
+
+    fn start_pod(&self, spec: PodSpec) -> BoxFuture<'_, Result<Pod, Error>> {
+        Box::pin(async move { self.inner.start(spec).await })
+    }
+
+    fn stop_pod(&self, pod_id: &str) -> BoxFuture<'_, Result<(), Error>> {
+        let pod_id = pod_id.to_owned();
+        Box::pin(async move {
+            self.inner.stop(&pod_id).await;
+            Ok(())
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<PodEvent> {
+        self.inner.events.subscribe()
+    }
+
+    fn set_epoch(&self, epoch: u64) {
+        self.inner.epoch.store(epoch, Ordering::SeqCst);
+    }
+
+    fn adopt(&self, claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>> {
+        Box::pin(async move { self.inner.adopt(claims).await })
+    }
+
+    /// Pods outlive the service: the next leader adopts them.
+    fn shutdown(&self) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async { Ok(()) })
+    }
+}

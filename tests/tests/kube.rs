@@ -1,0 +1,140 @@
+//! The service on the Kubernetes runtime, against the fake API server and
+//! kubelet of `server/kube/tests/fake_api` (real agents on 127.0.0.N): jobs
+//! submitted over HTTP run on cold, warm and standby pods, and a restarted
+//! service adopts the pods the last one left instead of creating new ones.
+
+#[path = "../../server/kube/tests/fake_api/mod.rs"]
+#[allow(dead_code, reason = "the runtime's own tests use the rest of the fake")]
+mod fake_api;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_api::FakeCluster;
+use hearth_kube::{InstallSecret, KubeConfig, KubeRuntime};
+use hearth_tests::{ADMIN_TOKEN, agent_bin, config, python_job};
+use serde_json::{Value, json};
+
+struct Service {
+    base: String,
+    running: hearth::Running,
+}
+
+impl Service {
+    async fn start(cfg: &hearth_tests::TestConfig, cluster: &FakeCluster, port: u16) -> Service {
+        let mut kcfg = KubeConfig::new(
+            "hearth",
+            "e2e",
+            InstallSecret::new(b"e2e-install-secret".to_vec()),
+        );
+        kcfg.template.agent_port = port;
+        let runtime = KubeRuntime::new(cluster.client(), kcfg).expect("runtime");
+        let running = hearth::start((**cfg).clone(), Arc::new(runtime))
+            .await
+            .expect("service starts");
+        Service {
+            base: format!("http://{}", running.addr),
+            running,
+        }
+    }
+
+    async fn post(&self, key: &str, path: &str, body: &Value) -> (u16, Value) {
+        let r = reqwest::Client::new()
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .json(body)
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn run(&self, key: &str, caller: &str) -> Value {
+        let job = python_job(
+            caller,
+            "import json, os; json.dump({'ok': 1}, open(os.environ['HEARTH_OUTPUT'], 'w'))",
+        );
+        let (status, body) = self.post(key, "/v1/jobs?wait=60", &job).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["state"], "succeeded", "{body}");
+        assert_eq!(body["output"], json!({"ok": 1}));
+        body
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
+    hearth::cli::init_tracing(hearth::config::LogFormat::Text);
+    let root = std::env::temp_dir().join(format!("hearth-kube-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let port = hearth_tests::free_port();
+    let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    let mut cfg = config();
+    cfg.standby_min = 1;
+    cfg.standby_max = 1;
+
+    let first = Service::start(&cfg, &cluster, port).await;
+    let (status, tenant) = reqwest::Client::new()
+        .post(format!("{}/v1/admin/tenants", first.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "kube"}))
+        .send()
+        .await
+        .map(|r| (r.status().as_u16(), r))
+        .expect("request");
+    assert_eq!(status, 201);
+    let tenant: Value = tenant.json().await.unwrap();
+    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let tenant_id = tenant["tenant_id"].as_str().unwrap().to_owned();
+
+    let one = first.run(&key, "c1").await;
+    assert!(
+        ["cold", "standby"].contains(&one["source"].as_str().unwrap()),
+        "{one}"
+    );
+    let two = first.run(&key, "c1").await;
+    assert_eq!(two["source"], "warm", "{two}");
+    // Every pod is a Kubernetes pod whose labels name the install, pool,
+    // profile and network, never the tenant or the caller.
+    let names = cluster.pod_names();
+    assert!(!names.is_empty());
+    for name in &names {
+        let pod = cluster.pod(name).unwrap();
+        let labels = pod["metadata"]["labels"].as_object().unwrap();
+        assert_eq!(labels.len(), 8, "{labels:?}");
+        let network = if labels["hearth.dev/profile"] == "cpu-net" {
+            "egress"
+        } else {
+            "none"
+        };
+        assert_eq!(labels["hearth.dev/network"], network, "{labels:?}");
+        let text = serde_json::to_string(labels).unwrap();
+        assert!(
+            !text.contains("c1") && !text.contains(&tenant_id),
+            "{labels:?}"
+        );
+    }
+
+    // The service goes (no shutdown: as if killed); its pods stay.
+    first.running.abort();
+    drop(first);
+    let created = cluster.creations();
+    let left = cluster.pod_names().len();
+    assert!(left >= 2, "{left}");
+
+    let second = Service::start(&cfg, &cluster, port).await;
+    let three = second.run(&key, "c3").await;
+    assert_eq!(
+        cluster.creations(),
+        created,
+        "the restarted service created no pod"
+    );
+    assert!(
+        ["standby", "cold"].contains(&three["source"].as_str().unwrap()),
+        "{three}"
+    );
+    second.running.abort();
+    let _ = std::fs::remove_dir_all(&root);
+}
