@@ -5,16 +5,17 @@
 //! field) but may not span lines; fields are trimmed (quoted ones too); blank
 //! lines are skipped.
 
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, Write};
 
 use csv::StringRecord;
+use hearth_core::csv_lines::{LineError, LineRecords};
 
 use crate::{Error, Events, ParseError};
 
 /// A record reader that knows each record's 1-based line, with reusable
 /// buffers.
 pub(crate) struct Records<R> {
-    reader: csv::Reader<Ended<R>>,
+    reader: LineRecords<R>,
     record: StringRecord,
     line: u64,
 }
@@ -24,16 +25,9 @@ impl<R: BufRead> Records<R> {
         if reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
             reader.consume(3);
         }
-        let reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .terminator(csv::Terminator::Any(b'\n'))
-            .from_reader(Ended {
-                inner: reader,
-                ended: false,
-            });
         Ok(Self {
-            reader,
+            // The input is buffered already.
+            reader: LineRecords::new(reader, 1, 8 * 1024),
             record: StringRecord::new(),
             line: 0,
         })
@@ -42,31 +36,22 @@ impl<R: BufRead> Records<R> {
     /// Reads the next non-blank record; `false` at end of input.
     pub(crate) fn next_record(&mut self) -> Result<bool, Error> {
         let mut raw = std::mem::take(&mut self.record).into_byte_record();
-        loop {
-            if !self.reader.read_byte_record(&mut raw).map_err(io_error)? {
-                return Ok(false);
-            }
-            // Every record ends with a `\n` (see `Ended`), so the reader is
-            // one line past it, less the lines a quoted field ran over.
-            let after = self.reader.position().line();
-            if raw.as_slice().contains(&b'\n') {
-                let spanned = raw.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
-                // A quote left open at the end took the final `\n` with it.
-                let open = raw.as_slice().ends_with(b"\n");
-                self.line = after - spanned - u64::from(!open);
+        let line = match self.reader.next(&mut raw) {
+            Ok(Some(line)) => line,
+            Ok(None) => return Ok(false),
+            Err(LineError::Unterminated(line)) => {
+                self.line = line;
                 return Err(self.error(ParseError::Unterminated));
             }
-            self.line = after - 1;
-            if raw.len() == 1 && raw[0].trim_ascii().is_empty() {
-                continue;
+            Err(LineError::Io(e)) => return Err(Error::Io(e)),
+        };
+        self.line = line;
+        match StringRecord::from_byte_record(raw) {
+            Ok(record) => {
+                self.record = record;
+                Ok(true)
             }
-            match StringRecord::from_byte_record(raw) {
-                Ok(record) => {
-                    self.record = record;
-                    return Ok(true);
-                }
-                Err(_) => return Err(self.error(ParseError::NotUtf8)),
-            }
+            Err(_) => Err(self.error(ParseError::NotUtf8)),
         }
     }
 
@@ -82,34 +67,6 @@ impl<R: BufRead> Records<R> {
 
     pub(crate) fn error(&self, reason: ParseError) -> Error {
         Error::parse(self.line, reason)
-    }
-}
-
-/// The csv crate reports only I/O errors for byte records read flexibly.
-fn io_error(e: csv::Error) -> Error {
-    match e.into_kind() {
-        csv::ErrorKind::Io(e) => Error::Io(e),
-        other => Error::Io(io::Error::other(format!("{other:?}"))),
-    }
-}
-
-/// `inner`, then one `\n`: every record then ends with a terminator (the
-/// reader's line count is one past it), and a quote left open at the end
-/// takes that `\n` into its field, where [`Records`] finds it.
-struct Ended<R> {
-    inner: R,
-    ended: bool,
-}
-
-impl<R: Read> Read for Ended<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n > 0 || buf.is_empty() || self.ended {
-            return Ok(n);
-        }
-        self.ended = true;
-        buf[0] = b'\n';
-        Ok(1)
     }
 }
 

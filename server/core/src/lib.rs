@@ -6,6 +6,8 @@
 //! the service, the agent and the simulator can all share it.
 
 pub mod agent;
+#[cfg(feature = "csv")]
+pub mod csv_lines;
 pub mod job;
 #[cfg(feature = "openapi")]
 pub mod openapi;

@@ -69,6 +69,19 @@ pub enum Error {
     Stalled { at_s: f64, waiting: usize },
 }
 
+impl From<hearth_core::csv_lines::LineError> for Error {
+    fn from(e: hearth_core::csv_lines::LineError) -> Self {
+        use hearth_core::csv_lines::LineError;
+        match e {
+            LineError::Unterminated(line) => Error::Trace {
+                line,
+                message: "unterminated quoted field".to_owned(),
+            },
+            LineError::Io(e) => Error::Io(e),
+        }
+    }
+}
+
 /// How the simulated runtime behaves, and the pool configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

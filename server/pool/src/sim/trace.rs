@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read};
 
-use csv::{ByteRecord, Reader, ReaderBuilder, Terminator};
+use csv::ByteRecord;
+use hearth_core::csv_lines::LineRecords;
 
 use super::Error;
 use crate::policy::Shares;
@@ -122,63 +123,8 @@ fn ms(secs: f64) -> u64 {
     (secs * 1000.0).round() as u64
 }
 
-/// A CSV reader over `bytes` whose lines are counted from `first_line`.
-#[derive(Debug)]
-struct Records<'a> {
-    reader: Reader<Ended<Range<'a>>>,
-    first_line: u64,
-}
-
-impl<'a> Records<'a> {
-    fn new(bytes: Range<'a>, first_line: u64, capacity: usize) -> Records<'a> {
-        let reader = ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .terminator(Terminator::Any(b'\n'))
-            .buffer_capacity(capacity)
-            .from_reader(Ended {
-                inner: bytes,
-                ended: false,
-            });
-        Records { reader, first_line }
-    }
-
-    /// Reads the next non-blank record into `record`; its line, or `None` at
-    /// the end.
-    fn next(&mut self, record: &mut ByteRecord) -> Result<Option<u64>, Error> {
-        loop {
-            if !self
-                .reader
-                .read_byte_record(record)
-                .map_err(|e| Error::Io(e.into()))?
-            {
-                return Ok(None);
-            }
-            // Every record ends with a `\n` (see `Ended`), so the reader is
-            // one line past it, less the lines a quoted field ran over.
-            let after = self.first_line + self.reader.position().line() - 1;
-            if record.as_slice().contains(&b'\n') {
-                let spanned = record.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
-                // A quote left open at the end took the final `\n` with it.
-                let open = record.as_slice().ends_with(b"\n");
-                return Err(Error::Trace {
-                    line: after - spanned - u64::from(!open),
-                    message: "unterminated quoted field".to_owned(),
-                });
-            }
-            if record.len() == 1 && record[0].trim_ascii().is_empty() {
-                continue;
-            }
-            return Ok(Some(after - 1));
-        }
-    }
-
-    /// Byte offset (within its range) and line where the next record starts.
-    fn position(&self) -> (u64, u64) {
-        let p = self.reader.position();
-        (p.byte(), self.first_line + p.line() - 1)
-    }
-}
+/// The trace's records, each with its line.
+type Records<'a> = LineRecords<Range<'a>>;
 
 impl Index {
     /// Reads the whole trace once: validates it and indexes callers and pools.
@@ -392,27 +338,6 @@ impl Read for Range<'_> {
         let n = read_at(self.file, &mut buf[..want], self.pos)?;
         self.pos += n as u64;
         Ok(n)
-    }
-}
-
-/// `inner`, then one `\n`: every record then ends with a terminator (the
-/// reader's line count is one past it), and a quote left open at the end
-/// takes that `\n` into its field, where [`Records::next`] finds it.
-#[derive(Debug)]
-struct Ended<R> {
-    inner: R,
-    ended: bool,
-}
-
-impl<R: Read> Read for Ended<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n > 0 || buf.is_empty() || self.ended {
-            return Ok(n);
-        }
-        self.ended = true;
-        buf[0] = b'\n';
-        Ok(1)
     }
 }
 
