@@ -133,14 +133,7 @@ pub fn bin_dir() -> PathBuf {
 
 /// The agent binary: `$HEARTH_AGENT_BIN` or the workspace's build.
 pub fn agent_bin() -> PathBuf {
-    let path = std::env::var_os("HEARTH_AGENT_BIN")
-        .map_or_else(|| bin_dir().join("hearth-agent"), PathBuf::from);
-    assert!(
-        path.is_file(),
-        "{} missing: run `cargo build --workspace --bins` first",
-        path.display()
-    );
-    path
+    hearth_runtime::test_agent_bin()
 }
 
 /// A free TCP port on loopback (free when asked; a test binds it soon after).

@@ -8,7 +8,7 @@
 mod fake_api;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use fake_api::FakeCluster;
@@ -20,22 +20,7 @@ use hearth_runtime::{Claim, Pod, PodEvent, PodSpec, Runtime, client};
 const SECRET: &[u8] = b"a-secret-of-the-install";
 
 fn agent_bin() -> PathBuf {
-    if let Some(path) = std::env::var_os("HEARTH_AGENT_BIN") {
-        return PathBuf::from(path);
-    }
-    // <target>/<profile>/deps/<this test> -> <target>/<profile>/hearth-agent
-    let exe = std::env::current_exe().expect("current exe");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("hearth-agent"))
-        .expect("target dir");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run `cargo build -p hearth-agent` first (or set HEARTH_AGENT_BIN)",
-        bin.display()
-    );
-    bin
+    hearth_runtime::test_agent_bin()
 }
 
 struct Harness {

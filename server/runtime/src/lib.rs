@@ -17,6 +17,32 @@ use tokio::sync::broadcast;
 pub mod client;
 pub mod local;
 
+/// Where tests find the `hearth-agent` binary: `HEARTH_AGENT_BIN`, or the
+/// workspace's build beside the test executable (`<target>/<profile>/deps/<test>`
+/// -> `<target>/<profile>/hearth-agent`).
+///
+/// # Panics
+/// The binary is not there.
+#[doc(hidden)]
+pub fn test_agent_bin() -> std::path::PathBuf {
+    let path = std::env::var_os("HEARTH_AGENT_BIN").map_or_else(
+        || {
+            let exe = std::env::current_exe().expect("the test executable's path");
+            exe.parent()
+                .and_then(std::path::Path::parent)
+                .expect("a target dir")
+                .join("hearth-agent")
+        },
+        std::path::PathBuf::from,
+    );
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace --bins` first (or set HEARTH_AGENT_BIN)",
+        path.display()
+    );
+    path
+}
+
 /// What the service asks a runtime to start.
 #[derive(Debug, Clone)]
 pub struct PodSpec {

@@ -29,22 +29,7 @@ fn unique(prefix: &str) -> String {
 }
 
 fn agent_bin() -> PathBuf {
-    if let Some(path) = std::env::var_os("HEARTH_AGENT_BIN") {
-        return PathBuf::from(path);
-    }
-    // <target>/<profile>/deps/<this test> -> <target>/<profile>/hearth-agent
-    let exe = std::env::current_exe().expect("current exe");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("hearth-agent"))
-        .expect("target dir");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run `cargo build -p hearth-agent` first (or set HEARTH_AGENT_BIN)",
-        bin.display()
-    );
-    bin
+    hearth_runtime::test_agent_bin()
 }
 
 /// One runtime on its own state dir; `finish` stops its pods and removes it.

@@ -4,7 +4,7 @@
 //! (after `cargo build -p hearth-agent`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hearth_core::Profile;
@@ -13,21 +13,7 @@ use hearth_runtime::local::{LocalConfig, LocalRuntime};
 use hearth_runtime::{PodSpec, Runtime, client};
 
 fn agent_bin() -> PathBuf {
-    if let Some(path) = std::env::var_os("HEARTH_AGENT_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("current exe");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("hearth-agent"))
-        .expect("target dir");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run `cargo build -p hearth-agent` first (or set HEARTH_AGENT_BIN)",
-        bin.display()
-    );
-    bin
+    hearth_runtime::test_agent_bin()
 }
 
 fn summary(name: &str, mut samples: Vec<Duration>) {
