@@ -309,7 +309,7 @@ impl Sandbox {
             (None, None)
         };
         let ip = if slirp.is_some() && args.run_as.is_some() {
-            let sbin = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].map(PathBuf::from);
+            let sbin = hearth_core::net::IP_FALLBACKS.map(PathBuf::from);
             let ip = find_in_path("ip").or_else(|| sbin.into_iter().find(|p| p.is_file()));
             let ip = ip.ok_or_else(|| {
                 io::Error::new(
@@ -839,31 +839,8 @@ fn block_routes(ip: &str, addrs: &[std::net::Ipv4Addr]) -> io::Result<()> {
 /// of `/proc/net/fib_trie`; none when it cannot be read.
 pub fn host_addresses() -> Vec<std::net::Ipv4Addr> {
     std::fs::read_to_string("/proc/net/fib_trie")
-        .map(|trie| local_addresses(&trie))
+        .map(|trie| hearth_core::net::local_ipv4_addresses(&trie))
         .unwrap_or_default()
-}
-
-/// The addresses of `/32 host LOCAL` entries in a `fib_trie` listing: each
-/// follows the `|-- ADDR` line it belongs to.
-fn local_addresses(trie: &str) -> Vec<std::net::Ipv4Addr> {
-    let mut found = Vec::new();
-    let mut last: Option<std::net::Ipv4Addr> = None;
-    for line in trie.lines() {
-        let line = line.trim_start();
-        if let Some(addr) = line
-            .strip_prefix("|-- ")
-            .or_else(|| line.strip_prefix("+-- "))
-        {
-            last = addr.split(['/', ' ']).next().and_then(|a| a.parse().ok());
-        } else if line.starts_with("/32 host LOCAL")
-            && let Some(addr) = last
-            && !addr.is_loopback()
-            && !found.contains(&addr)
-        {
-            found.push(addr);
-        }
-    }
-    found
 }
 
 /// The first child of `pid`, from `/proc/PID/task/PID/children`.
@@ -1040,46 +1017,6 @@ mod tests {
             tail.ends_with("-- /.hearth-agent in-sandbox --wait-network -- python3"),
             "{tail}"
         );
-    }
-
-    #[test]
-    fn the_host_s_own_addresses_are_found_in_the_fib_trie() {
-        let trie = "Main:
-  +-- 0.0.0.0/0 3 0 5
-     |-- 0.0.0.0
-        /0 universe UNICAST
-     +-- 127.0.0.0/8 2 0 2
-        +-- 127.0.0.0/31 1 0 0
-           |-- 127.0.0.0
-              /8 host LOCAL
-           |-- 127.0.0.1
-              /32 host LOCAL
-        |-- 127.255.255.255
-           /32 link BROADCAST
-     +-- 192.0.2.0/24 2 0 2
-        +-- 192.0.2.0/30 2 0 2
-           |-- 192.0.2.0
-              /24 link UNICAST
-           |-- 192.0.2.2
-              /32 host LOCAL
-        |-- 192.0.2.255
-           /32 link BROADCAST
-     |-- 172.17.0.1
-        /32 host LOCAL
-Local:
-  +-- 0.0.0.0/0 3 0 5
-     +-- 192.0.2.0/24 2 0 2
-           |-- 192.0.2.2
-              /32 host LOCAL
-";
-        assert_eq!(
-            local_addresses(trie),
-            [
-                std::net::Ipv4Addr::new(192, 0, 2, 2),
-                std::net::Ipv4Addr::new(172, 17, 0, 1)
-            ]
-        );
-        assert!(local_addresses("").is_empty());
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod agent;
 #[cfg(feature = "csv")]
 pub mod csv_lines;
 pub mod job;
+pub mod net;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod profile;

@@ -158,7 +158,7 @@ impl LocalRuntime {
         let run_as = cfg.job_user.filter(|_| bwrap && root);
         let slirp = which("slirp4netns");
         let ip = which("ip").or_else(|| {
-            ["/usr/sbin/ip", "/sbin/ip"]
+            hearth_core::net::IP_FALLBACKS
                 .map(PathBuf::from)
                 .into_iter()
                 .find(|p| p.is_file())

@@ -586,17 +586,8 @@ async fn cancel_kills_the_whole_tree() {
 /// One of the host's own addresses outside 127.0.0.0/8, if it has one.
 fn host_address() -> Option<String> {
     let trie = std::fs::read_to_string("/proc/net/fib_trie").ok()?;
-    let mut last = None;
-    for line in trie.lines().map(str::trim_start) {
-        if let Some(addr) = line.strip_prefix("|-- ") {
-            last = Some(addr.to_owned());
-        } else if line.starts_with("/32 host LOCAL")
-            && let Some(addr) = last.take().filter(|a| !a.starts_with("127."))
-        {
-            return Some(addr);
-        }
-    }
-    None
+    let first = *hearth_core::net::local_ipv4_addresses(&trie).first()?;
+    Some(first.to_string())
 }
 
 #[tokio::test]
