@@ -1279,7 +1279,7 @@ export interface components {
          *     are the API's `ErrorBody` codes, a different list.)
          * @enum {string}
          */
-        ErrorCode: "nonzero_exit" | "timed_out" | "cancelled" | "invalid_output" | "deps_install_failed" | "bind_failed" | "spawn_failed" | "disk_quota_exceeded" | "pod_lost" | "unknown_bundle" | "unknown_profile" | "unplaceable" | "result_unstorable" | "stale_epoch" | "agent_protocol" | "wipe_failed";
+        ErrorCode: "nonzero_exit" | "timed_out" | "cancelled" | "invalid_output" | "deps_install_failed" | "bind_failed" | "spawn_failed" | "disk_quota_exceeded" | "pod_lost" | "pod_start_failed" | "unknown_bundle" | "unknown_profile" | "unplaceable" | "result_unstorable" | "stale_epoch" | "agent_protocol" | "wipe_failed";
         /**
          * @description Events posted together: at least one, at most the service's
          *     `max_events` (10,000 by default).

@@ -138,3 +138,59 @@ async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
     second.running.abort();
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
+    hearth::cli::init_tracing(hearth::config::LogFormat::Text);
+    let root = std::env::temp_dir().join(format!("hearth-kube-broken-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let port = hearth_tests::free_port();
+    let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    let profiles = root.join("profiles.json");
+    std::fs::write(
+        &profiles,
+        json!([
+            {"name": "cpu-small"},
+            {"name": "broken", "image": "missing/no-such-image:1"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut cfg = config();
+    cfg.profiles = Some(profiles);
+    let service = Service::start(&cfg, &cluster, port).await;
+    let (status, tenant) = service
+        .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": "broken"}))
+        .await;
+    assert_eq!(status, 201, "{tenant}");
+    let key = tenant["api_key"].as_str().unwrap().to_owned();
+
+    // Every start fails at once (the image cannot be pulled): after a few
+    // tries the job fails with the reason instead of waiting forever.
+    let mut job = python_job("b1", "print('never')");
+    job["profile"] = json!("broken");
+    let began = std::time::Instant::now();
+    let (status, failed) = service.post(&key, "/v1/jobs?wait=60", &job).await;
+    assert_eq!(status, 200, "{failed}");
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], "pod_start_failed", "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("ErrImagePull"), "{message}");
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        began.elapsed()
+    );
+    // The pool recorded each failed start with its reason.
+    let pod = failed["pods"][0].as_str().map(str::to_owned);
+    assert!(pod.is_none(), "the job never held a pod: {failed}");
+
+    // A job that arrives while starts still fail fails too, with the reason.
+    job["caller"] = json!("b2");
+    let (_, again) = service.post(&key, "/v1/jobs?wait=60", &job).await;
+    assert_eq!(again["error"]["code"], "pod_start_failed", "{again}");
+    // The other profile is untouched.
+    service.run(&key, "ok").await;
+    service.running.abort();
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -206,6 +206,10 @@ pub enum ErrorCode {
     DiskQuotaExceeded,
     /// The job's pod failed or vanished and the job had no attempts left.
     PodLost,
+    /// Pods of the job's profile failed to start several times in a row
+    /// while it waited (an image that cannot be pulled, a configuration the
+    /// runtime refuses, no node for it); the message names the last reason.
+    PodStartFailed,
     /// The job's bundle no longer exists.
     UnknownBundle,
     /// The job's profile no longer exists.
@@ -237,6 +241,7 @@ names!(ErrorCode {
     SpawnFailed => "spawn_failed",
     DiskQuotaExceeded => "disk_quota_exceeded",
     PodLost => "pod_lost",
+    PodStartFailed => "pod_start_failed",
     UnknownBundle => "unknown_bundle",
     UnknownProfile => "unknown_profile",
     Unplaceable => "unplaceable",
@@ -369,7 +374,7 @@ mod tests {
         names_agree(State::ALL, State::as_str, State::parse);
         names_agree(Source::ALL, Source::as_str, Source::parse);
         names_agree(ErrorCode::ALL, ErrorCode::as_str, ErrorCode::parse);
-        assert_eq!(ErrorCode::ALL.len(), 16);
+        assert_eq!(ErrorCode::ALL.len(), 17);
         assert_eq!(State::TimedOut.to_string(), "timed_out");
     }
 

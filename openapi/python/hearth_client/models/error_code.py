@@ -10,6 +10,7 @@ class ErrorCode(StrEnum):
     INVALID_OUTPUT = "invalid_output"
     NONZERO_EXIT = "nonzero_exit"
     POD_LOST = "pod_lost"
+    POD_START_FAILED = "pod_start_failed"
     RESULT_UNSTORABLE = "result_unstorable"
     SPAWN_FAILED = "spawn_failed"
     STALE_EPOCH = "stale_epoch"

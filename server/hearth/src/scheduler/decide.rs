@@ -302,6 +302,9 @@ impl Scheduler {
             Ok(p) => {
                 let orphan = {
                     let mut st = self.state();
+                    if let Some(pp) = st.pools.get_mut(&profile) {
+                        pp.failed_starts = 0;
+                    }
                     // A pool rebuilt meanwhile (a step-down) may number
                     // another pod alike: only its own slot takes it.
                     !st.owns(&profile, pod, &runtime_id)
@@ -329,9 +332,50 @@ impl Scheduler {
                     json!({"code": "start_failed", "message": message}),
                     &mut actions,
                 );
+                self.start_failed(&mut st, &profile, &message, &mut actions);
             }
         }
         self.perform(actions);
+    }
+
+    /// A pod of `profile` failed to start: once [`FAILED_STARTS_TO_GIVE_UP`]
+    /// starts have failed in a row, the jobs waiting for its pods fail with
+    /// the last reason, and so does each one that waits when the next start
+    /// fails, until one succeeds.
+    fn start_failed(
+        &self,
+        st: &mut State,
+        profile: &str,
+        message: &str,
+        actions: &mut Vec<Action>,
+    ) {
+        let Some(pp) = st.pools.get_mut(profile) else {
+            return;
+        };
+        pp.failed_starts += 1;
+        let failed = pp.failed_starts;
+        if failed < FAILED_STARTS_TO_GIVE_UP {
+            return;
+        }
+        let waiting: Vec<(Uuid, Queued)> = st
+            .jobs
+            .iter()
+            .filter(|(_, j)| !j.running && j.queued.spec.profile == profile)
+            .map(|(id, j)| (*id, j.queued.clone()))
+            .collect();
+        for (job_id, queued) in waiting {
+            tracing::warn!(%job_id, profile, failed, "failing a job whose profile's pods do not start");
+            self.finished_locked(st, job_id, actions);
+            actions.push(Action::Fail {
+                job: queued,
+                finish: run::failed(
+                    ErrorCode::PodStartFailed,
+                    format!(
+                        "{failed} starts of a `{profile}` pod failed in a row; the last: {message}"
+                    ),
+                ),
+            });
+        }
     }
 
     /// A started pod is up. True when nothing knows it any more (stop it).

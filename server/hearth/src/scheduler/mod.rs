@@ -96,6 +96,11 @@ const CALLER_SWEEP: Duration = Duration::from_secs(60);
 /// a busy loop; this bounds the retries to one per starting pod per gap.
 const START_RETRY_GAP: Duration = Duration::from_secs(1);
 
+/// Pod starts of a profile that fail in a row before the jobs waiting for
+/// its pods fail (`pod_start_failed`) instead of waiting on: a start that
+/// always fails (an image that cannot be pulled) must not hold them forever.
+const FAILED_STARTS_TO_GIVE_UP: u32 = 3;
+
 /// Settings of the scheduler, taken from the service configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -177,6 +182,8 @@ struct ProfilePool {
     /// Share-milliseconds held (active, warm, standby, draining) up to `held_at`.
     share_ms: [f64; 4],
     held_at: PoolInstant,
+    /// Pod starts that failed since the last one that succeeded.
+    failed_starts: u32,
 }
 
 impl ProfilePool {
@@ -532,6 +539,7 @@ fn build_pools(
                     by_runtime: HashMap::new(),
                     share_ms: [0.0; 4],
                     held_at: PoolInstant::ZERO,
+                    failed_starts: 0,
                 },
             );
         }
@@ -915,6 +923,7 @@ mod tests {
                 by_runtime: HashMap::new(),
                 share_ms: [0.0; 4],
                 held_at: PoolInstant::ZERO,
+                failed_starts: 0,
             },
         );
         for caller in [kept, gone] {
