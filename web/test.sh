@@ -38,7 +38,7 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "== web: installing chromium (apt-get)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    apt-get install -y -qq chromium >/dev/null
 fi
 
 rm -rf "$web/artifacts"
