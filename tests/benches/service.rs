@@ -1,18 +1,26 @@
 //! Service benchmark: prints figures, asserts nothing.
 //!
-//! In one run, against the same Postgres:
-//! 1. baseline: the same commits per job as Hearth's lifecycle (insert durable,
-//!    assign and start relaxed, finish durable), straight through the store, at
-//!    1 and 16 clients;
-//! 2. Hearth: no-op jobs (`true`) submitted with `wait` by 1 and 16 concurrent
-//!    clients, each on its warm pod: jobs/s, ratio to the baseline, and the
-//!    added latency (total minus the job's own run time) p50/p99;
-//! 3. an agent loop of 50 sequential tool calls, each importing one extra
+//! In one run, against the same Postgres, at 1 and 16 clients in closed loops:
+//! 1. the baseline: pgbench running one job's life as four durable commits
+//!    (`tests/bench/pgbench-job.sql`), the yardstick both peers are held to;
+//! 2. the peer: graphile-worker 0.16.6 (`tests/bench/graphile`, run with
+//!    node; its packages are installed on first use), adding a no-op job and
+//!    waiting for its completion to commit;
+//! 3. Hearth's own commits without Hearth: the store calls of a job's
+//!    lifecycle (insert durable, assign and start relaxed, finish durable);
+//! 4. Hearth: no-op jobs (`true`, a real sandboxed process each) submitted
+//!    with `wait`, each client on its warm pod: jobs/s, the ratio to the
+//!    baseline (the figure to compare with graphile-worker's), and the added
+//!    latency (total minus the job's own run time) p50/p99;
+//! 5. an agent loop of 50 sequential tool calls, each importing one extra
 //!    package from a local wheelhouse, on the caller's warm pod versus a fresh
 //!    pod per job.
 //!
 //! Run: `cargo build --release --bins && cargo bench -p hearth-tests --bench service`
-//! (`HEARTH_BENCH_SECONDS` sets each measurement's length, default 5).
+//! (`HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
+//! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_PEERS=0`
+//! measures Hearth alone, for profiling). Without pgbench or node the rows
+//! they fill say why.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,16 +39,106 @@ fn seconds() -> Duration {
     )
 }
 
-/// The baseline: Hearth's commits per job without Hearth.
-async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duration) -> f64 {
-    let durable = hearth_store::connect(db_url, false, clients as u32 + 1)
+/// Where the peer benchmarks live.
+fn bench_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench")
+}
+
+/// Runs a benchmark program to its end; its stdout, or why there is none.
+async fn output_of(mut cmd: std::process::Command) -> Result<String, String> {
+    let name = format!("{:?}", cmd.get_program());
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .map_err(|e| format!("{name}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{name}: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The baseline: pgbench running a job's life as four durable commits.
+async fn pgbench(
+    db: &sqlx::PgPool,
+    db_url: &str,
+    clients: usize,
+    length: Duration,
+) -> Result<f64, String> {
+    sqlx::query("create table if not exists bench_job (bench_job_id bigserial primary key, state text not null)")
+        .execute(db)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut cmd = std::process::Command::new("pgbench");
+    cmd.args([
+        "-n",
+        "-c",
+        &clients.to_string(),
+        "-j",
+        &clients.min(2).to_string(),
+    ])
+    .args(["-T", &length.as_secs().max(1).to_string(), "-f"])
+    .arg(bench_dir().join("pgbench-job.sql"))
+    .arg(db_url);
+    let out = output_of(cmd).await?;
+    // "tps = 1234.5 (without initial connection time)"
+    out.lines()
+        .find_map(|l| l.strip_prefix("tps = "))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| format!("no tps in pgbench's output: {out}"))
+}
+
+/// The peer: graphile-worker's closed loop on the same database.
+struct Peer {
+    jobs_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+async fn graphile(db_url: &str, clients: usize, length: Duration) -> Result<Peer, String> {
+    let dir = bench_dir().join("graphile");
+    if !dir.join("node_modules").is_dir() {
+        let mut npm = std::process::Command::new("npm");
+        npm.args(["ci", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(&dir);
+        output_of(npm).await?;
+    }
+    let mut node = std::process::Command::new("node");
+    node.arg(dir.join("bench.mjs"))
+        .arg(db_url)
+        .arg(clients.to_string())
+        .arg(length.as_secs_f64().to_string());
+    let out = output_of(node).await?;
+    let v: serde_json::Value =
+        serde_json::from_str(out.trim()).map_err(|e| format!("{e}: {out}"))?;
+    let f = |k: &str| v[k].as_f64().ok_or_else(|| format!("no {k} in {out}"));
+    Ok(Peer {
+        jobs_per_s: f("jobs_per_s")?,
+        p50_ms: f("p50_ms")?,
+        p99_ms: f("p99_ms")?,
+    })
+}
+
+/// Hearth's commits per job without Hearth, in a database of their own (the
+/// service must not see these rows as jobs to schedule).
+async fn lifecycle(clients: usize, length: Duration) -> f64 {
+    let own = fresh_database_url();
+    let db_url = own.url();
+    let durable = hearth_store::connect(db_url, true, clients as u32 + 1)
         .await
         .unwrap();
+    let tenant_id = hearth_store::tenant::create(&durable, "lifecycle")
+        .await
+        .unwrap()
+        .tenant_id;
     let relaxed = hearth_store::connect_relaxed(db_url, clients as u32 + 1)
         .await
         .unwrap();
     let spec = json!({"kind": "tool_call", "command": ["true"]});
-    // The fenced writes need the current epoch (a service may lead here).
+    // The fenced writes need the current epoch.
     let epoch = hearth_store::leadership::current(&durable).await.unwrap();
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -102,12 +200,49 @@ async fn baseline(db_url: &str, tenant_id: Uuid, clients: usize, length: Duratio
     total as f64 / start.elapsed().as_secs_f64()
 }
 
+fn row(clients: usize, what: &str, jobs: f64, base: Option<f64>, p50: f64, p99: f64) {
+    let ratio = base.map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * jobs / b));
+    println!("{clients:<8} {what:<34} {jobs:>9.0} {ratio:>10} {p50:>12.2} {p99:>12.2}");
+}
+
+fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
+    row(
+        clients,
+        "Hearth (added: total - run)",
+        h.jobs_per_s,
+        base,
+        percentile(&h.added_server, 0.5),
+        percentile(&h.added_server, 0.99),
+    );
+    println!(
+        "{clients:<8} {:<34} {:>9} {:>10} {:>12.2} {:>12.2}",
+        "Hearth (client rtt - run)",
+        "",
+        "",
+        percentile(&h.added_client, 0.5),
+        percentile(&h.added_client, 0.99),
+    );
+    let p50: Vec<String> = ["queued", "acquire", "bind", "run", "rest"]
+        .iter()
+        .zip(&h.phases)
+        .map(|(name, v)| format!("{name} {:.2}", percentile(v, 0.5)))
+        .collect();
+    println!(
+        "{clients:<8} {:<34} {}",
+        "Hearth p50 ms per phase",
+        p50.join(", ")
+    );
+}
+
 struct Run {
     jobs_per_s: f64,
     /// Server-side: total_ms - run_ms.
     added_server: Vec<f64>,
     /// Client-side: round trip - run_ms.
     added_client: Vec<f64>,
+    /// Per job, as the service records it: queued, acquire, bind, run and
+    /// the rest of total_ms.
+    phases: [Vec<f64>; 5],
 }
 
 async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Duration) -> Run {
@@ -123,6 +258,7 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
         let (app, key, body) = (app.clone(), key.to_owned(), job(c));
         tasks.push(tokio::spawn(async move {
             let (mut server, mut client) = (Vec::new(), Vec::new());
+            let mut phases: [Vec<f64>; 5] = Default::default();
             while start.elapsed() < length {
                 let t0 = Instant::now();
                 let (s, v) = app.submit(&key, &body, Some(30.0)).await;
@@ -130,17 +266,31 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
                 assert_eq!((s, v["state"].as_str()), (200, Some("succeeded")), "{v}");
                 assert_eq!(v["source"], "warm");
                 let run = v["timing"]["run_ms"].as_f64().unwrap();
-                server.push(v["timing"]["total_ms"].as_f64().unwrap() - run);
+                let ms = |k: &str| v["timing"][k].as_f64().unwrap();
+                let total = ms("total_ms");
+                server.push(total - run);
                 client.push(rtt - run);
+                let parts = ["queued_ms", "acquire_ms", "bind_ms", "run_ms"].map(ms);
+                for (i, p) in parts.iter().enumerate() {
+                    phases[i].push(*p);
+                }
+                phases[4].push(total - parts.iter().sum::<f64>());
             }
-            (server, client)
+            (server, client, phases)
         }));
     }
     let (mut added_server, mut added_client) = (Vec::new(), Vec::new());
+    let mut phases: [Vec<f64>; 5] = Default::default();
     for t in tasks {
-        let (s, c) = t.await.unwrap();
+        let (s, c, p) = t.await.unwrap();
         added_server.extend(s);
         added_client.extend(c);
+        for (all, mine) in phases.iter_mut().zip(p) {
+            all.extend(mine);
+        }
+    }
+    for p in &mut phases {
+        p.sort_by(f64::total_cmp);
     }
     let elapsed = start.elapsed().as_secs_f64();
     added_server.sort_by(f64::total_cmp);
@@ -149,6 +299,7 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
         jobs_per_s: added_server.len() as f64 / elapsed,
         added_server,
         added_client,
+        phases,
     }
 }
 
@@ -183,7 +334,6 @@ fn main() {
         let db_url = config.database_url.clone();
         let app = Arc::new(spawn_app_with(config).await);
         let t = app.create_tenant("bench").await;
-        let tenant_id: Uuid = t.tenant_id.parse().unwrap();
 
         println!(
             "Hearth service benchmark ({} s per measurement, release build, {} cores)",
@@ -191,34 +341,59 @@ fn main() {
             std::thread::available_parallelism().map_or(0, |n| n.get())
         );
         println!();
+        let db = hearth_store::connect(&db_url, false, 2).await.unwrap();
         println!(
-            "{:<10} {:>14} {:>14} {:>8} {:>16} {:>16} {:>16} {:>16}",
-            "clients",
-            "baseline job/s",
-            "hearth job/s",
-            "ratio",
-            "added p50 ms",
-            "added p99 ms",
-            "rtt-run p50 ms",
-            "rtt-run p99 ms"
+            "{:<8} {:<34} {:>9} {:>10} {:>12} {:>12}",
+            "clients", "", "jobs/s", "/ pgbench", "p50 ms", "p99 ms"
         );
-        for clients in [1usize, 16] {
-            let base = baseline(&db_url, tenant_id, clients, length).await;
-            let h = hearth_noop(&app, &t.key, clients, length).await;
+        let peers = std::env::var("HEARTH_BENCH_PEERS").map_or(true, |v| v != "0");
+        let counts: Vec<usize> = std::env::var("HEARTH_BENCH_CLIENTS")
+            .unwrap_or_else(|_| "1,16".to_owned())
+            .split(',')
+            .map(|n| n.trim().parse().expect("HEARTH_BENCH_CLIENTS: numbers"))
+            .collect();
+        for clients in counts {
+            let h = |()| hearth_noop(&app, &t.key, clients, length);
+            if !peers {
+                report_hearth(clients, None, &h(()).await);
+                continue;
+            }
+            let base = match pgbench(&db, &db_url, clients, length).await {
+                Ok(tps) => {
+                    println!(
+                        "{clients:<8} {:<34} {tps:>9.0}",
+                        "pgbench: 4 durable commits/job"
+                    );
+                    Some(tps)
+                }
+                Err(e) => {
+                    println!("{clients:<8} pgbench: not run ({e})");
+                    None
+                }
+            };
+            match graphile(&db_url, clients, length).await {
+                Ok(p) => row(
+                    clients,
+                    "graphile-worker 0.16.6 (rtt)",
+                    p.jobs_per_s,
+                    base,
+                    p.p50_ms,
+                    p.p99_ms,
+                ),
+                Err(e) => println!("{clients:<8} graphile-worker: not run ({e})"),
+            }
+            let own = lifecycle(clients, length).await;
             println!(
-                "{:<10} {:>14.0} {:>14.0} {:>7.1}% {:>16.2} {:>16.2} {:>16.2} {:>16.2}",
-                clients,
-                base,
-                h.jobs_per_s,
-                100.0 * h.jobs_per_s / base,
-                percentile(&h.added_server, 0.5),
-                percentile(&h.added_server, 0.99),
-                percentile(&h.added_client, 0.5),
-                percentile(&h.added_client, 0.99),
+                "{clients:<8} {:<34} {own:>9.0} {:>10}",
+                "Hearth's commits alone",
+                base.map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * own / b))
             );
+            report_hearth(clients, base, &h(()).await);
         }
         println!(
-            "(added = the job's total_ms minus its run_ms, as the service records them; rtt-run = the client's round trip minus run_ms)"
+            "(/ pgbench: jobs/s against the baseline measured just before; graphile-worker's latency is its \
+             round trip, its job doing nothing; Hearth's added latency is the job's total_ms minus its \
+             run_ms as the service records them, and its rtt - run the client's round trip minus run_ms)"
         );
         println!();
 

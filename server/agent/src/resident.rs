@@ -35,6 +35,9 @@ const READY_WAIT: Duration = Duration::from_secs(5);
 const HEADER_LEN: usize = 16;
 /// How long the supervisor waits for a job's pipes to drain after it ended.
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
+/// What an empty pipe takes without blocking its writer, however low the
+/// system's per-user pipe limits have pushed its capacity (one page).
+const PIPE_MIN_CAPACITY: usize = 4096;
 /// Directories emptied after every job.
 const SCRATCH: [&str; 2] = ["/tmp", "/dev/shm"];
 
@@ -374,7 +377,14 @@ fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
     let Some((program, args)) = job.argv.split_first() else {
         return refuse(frames, "empty command", 126);
     };
-    let spawned = Command::new(program)
+    // Found here on the job's own PATH, the program is started with
+    // posix_spawn (a vfork) rather than a fork of this supervisor: std only
+    // forks when it must search a PATH the child's environment changes.
+    let resolved = job
+        .env
+        .get("PATH")
+        .and_then(|path| crate::sandbox::find_in(program, path.as_ref()));
+    let spawned = Command::new(resolved.as_deref().unwrap_or(program.as_ref()))
         .args(args)
         .env_clear()
         .envs(&job.env)
@@ -394,13 +404,19 @@ fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
         }
     };
     if let Some(mut stdin) = child.stdin.take() {
-        let input = job.stdin.clone().into_bytes();
-        // A job that never reads its stdin must not block the supervisor.
-        std::thread::Builder::new()
-            .name("stdin".into())
-            .spawn(move || {
-                let _ = stdin.write_all(&input);
-            })?;
+        if job.stdin.len() <= PIPE_MIN_CAPACITY {
+            // Fits in an empty pipe: written at once, whether or not the job
+            // ever reads it. Dropping the pipe closes it.
+            let _ = stdin.write_all(job.stdin.as_bytes());
+        } else {
+            let input = job.stdin.clone().into_bytes();
+            // A job that never reads its stdin must not block the supervisor.
+            std::thread::Builder::new()
+                .name("stdin".into())
+                .spawn(move || {
+                    let _ = stdin.write_all(&input);
+                })?;
+        }
     }
     let (done_tx, done) = mpsc::channel();
     let mut pumps = 0;

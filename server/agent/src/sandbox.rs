@@ -674,14 +674,23 @@ fn gpu_devices(visible: Option<&str>) -> Vec<PathBuf> {
 
 /// Looks a program up on the agent's PATH.
 pub fn find_in_path(program: &str) -> Option<PathBuf> {
+    find_in(program, &std::env::var_os("PATH")?)
+}
+
+/// Looks a program up on `path` as `execvp` would: a name with a slash is
+/// itself, otherwise the first executable file of that name in `path`'s
+/// directories.
+pub fn find_in(program: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
     if program.contains('/') {
         return Some(PathBuf::from(program));
     }
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(program))
-            .find(|candidate| candidate.is_file())
-    })
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// The job's PATH: the venv's scripts, the interpreter's directory, then the

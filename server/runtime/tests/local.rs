@@ -317,6 +317,51 @@ async fn start_ping_and_report_mechanisms() {
     h.finish().await;
 }
 
+/// The supervisor finds a job's program on the job's own PATH (as a shell
+/// would: the first executable of that name), reports one it cannot find as
+/// a shell does (127), and hands a job its stdin whole however long it is:
+/// written at once when it fits in a pipe, from a thread of its own when not.
+#[tokio::test]
+async fn programs_are_found_on_the_jobs_path_and_stdin_arrives_whole() {
+    let mut h = Harness::new(None);
+    let pod = h.start(profile(false)).await;
+    let count = "import sys; data = sys.stdin.read(); print(len(data))";
+    for input in [
+        json!(null),
+        json!("x".repeat(3000)),
+        json!("y".repeat(200_000)),
+    ] {
+        let want = serde_json::to_string(&input).unwrap().len().to_string();
+        let mut run = job(&["python3", "-c", count]);
+        run.input = input;
+        let frames = run_all(&pod, run).await;
+        assert_eq!(lines(&frames, Stream::Stdout), [want], "{frames:?}");
+        assert_eq!(exit_of(&frames).code, Some(0));
+    }
+
+    // A directory early on PATH whose entry of that name is not executable
+    // is passed over for the next one's.
+    let make = "mkdir -p a b && printf 'echo wrong' > a/tool && \
+        printf '#!/bin/sh\necho found $1' > b/tool && chmod +x b/tool && pwd";
+    let frames = run_all(&pod, job(&["sh", "-c", make])).await;
+    let work = lines(&frames, Stream::Stdout).pop().expect("the work dir");
+    let mut run = job(&["tool", "it"]);
+    let path = format!("{work}/a:{work}/b:/usr/bin:/bin");
+    run.env.insert("PATH".into(), path);
+    let frames = run_all(&pod, run).await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["found it"], "{frames:?}");
+
+    let frames = run_all(&pod, job(&["no-such-program-anywhere"])).await;
+    assert_eq!(exit_of(&frames).code, Some(127), "{frames:?}");
+    assert!(
+        lines(&frames, Stream::Stderr)
+            .iter()
+            .any(|l| l.contains("no-such-program-anywhere")),
+        "{frames:?}"
+    );
+    h.finish().await;
+}
+
 #[tokio::test]
 async fn runs_a_job_with_files_input_env_and_output() {
     let mut h = Harness::new(None);
