@@ -51,6 +51,18 @@ impl Service {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    async fn get(&self, key: &str, path: &str) -> (u16, Value) {
+        let r = reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     async fn run(&self, key: &str, caller: &str) -> Value {
         let job = python_job(
             caller,
@@ -192,5 +204,99 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
     // The other profile is untouched.
     service.run(&key, "ok").await;
     service.running.abort();
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A broker restart with a job mid-run: the new leader keeps the busy pod
+/// (no new pod created), re-attaches to the run and records its end with
+/// its whole output, lines shown once; the idle pods it adopted show as
+/// standby in its pools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restart_reattaches_to_a_job_mid_run() {
+    hearth::cli::init_tracing(hearth::config::LogFormat::Text);
+    let root = std::env::temp_dir().join(format!("hearth-kube-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let port = hearth_tests::free_port();
+    let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    let mut cfg = config();
+    cfg.standby_min = 1;
+    cfg.standby_max = 1;
+    let first = Service::start(&cfg, &cluster, port).await;
+    let (status, tenant) = first
+        .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": "resume"}))
+        .await;
+    assert_eq!(status, 201, "{tenant}");
+    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let job = python_job(
+        "r1",
+        "import json, os, time\n\
+         print('before', flush=True)\n\
+         time.sleep(4)\n\
+         print('after', flush=True)\n\
+         json.dump({'done': True}, open(os.environ['HEARTH_OUTPUT'], 'w'))",
+    );
+    let (status, accepted) = first.post(&key, "/v1/jobs", &job).await;
+    assert!(status == 201 || status == 202, "{accepted}");
+    let job_id = accepted["job_id"].as_str().unwrap().to_owned();
+    let get = |base: String| {
+        let (key, job_id) = (key.clone(), job_id.clone());
+        async move {
+            reqwest::Client::new()
+                .get(format!("{base}/v1/jobs/{job_id}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let mut running = false;
+    for _ in 0..200 {
+        let j = get(first.base.clone()).await;
+        if j["state"] == "running" && j["stdout"].as_str().unwrap_or("").contains("before") {
+            running = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(running, "the job runs");
+
+    // The broker dies mid-run (its job tasks with it); the pods stay.
+    first.running.abort();
+    first.running.state.scheduler.halt();
+    drop(first);
+    let created = cluster.creations();
+
+    let second = Service::start(&cfg, &cluster, port).await;
+    let mut done = Value::Null;
+    for _ in 0..300 {
+        done = get(second.base.clone()).await;
+        if done["state"] == "succeeded" || done["state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(done["output"], json!({"done": true}), "{done}");
+    assert_eq!(done["stdout"], "before\nafter\n", "the whole output, once: {done}");
+    assert_eq!(done["attempts"], 1, "not run again: {done}");
+    assert_eq!(
+        cluster.creations(),
+        created,
+        "the restarted service created no pod"
+    );
+    // Idle adopted pods are the new leader's standby.
+    let (status, pools) = second.get(&key, "/v1/pools").await;
+    assert_eq!(status, 200);
+    let standby: u64 = pools["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pods"]["standby"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(standby >= 1, "{pools}");
+    second.running.abort();
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
+use hearth_core::Profile;
 use hearth_core::agent::{Frame, pod_token};
 use hearth_runtime::{
     Adopted, Adoption, Claim, Error, Mechanism, Pod, PodEvent, PodSpec, Runtime, client,
@@ -68,9 +69,6 @@ pub struct KubeConfig {
     pub unschedulable_timeout: Duration,
     /// How long an agent may take to answer during adoption.
     pub agent_timeout: Duration,
-    /// How long an adopted idle pod waits for a start of its profile before
-    /// it is deleted (the new leader's pools may want fewer pods).
-    pub spare_ttl: Duration,
 }
 
 impl KubeConfig {
@@ -87,7 +85,6 @@ impl KubeConfig {
             start_timeout: Duration::from_secs(600),
             unschedulable_timeout: Duration::from_secs(120),
             agent_timeout: Duration::from_secs(5),
-            spare_ttl: Duration::from_secs(300),
         }
     }
 }
@@ -103,22 +100,12 @@ struct Live {
     since: tokio::time::Instant,
 }
 
-/// An adopted idle pod waiting to serve a start of its profile.
-#[derive(Debug, Clone)]
-struct Spare {
-    name: String,
-    profile: String,
-    spec_hash: String,
-    pod: Pod,
-}
-
 #[derive(Default, Debug)]
 struct Pods {
     /// Kubernetes name -> what the service knows.
     live: HashMap<String, Live>,
     /// Service id -> Kubernetes name.
     names: HashMap<String, String>,
-    spares: Vec<Spare>,
 }
 
 struct Inner {
@@ -302,7 +289,6 @@ impl Inner {
     fn vanished_name(self: &Arc<Self>, name: &str, reason: String) {
         let gone = {
             let mut pods = lock(&self.pods);
-            pods.spares.retain(|s| s.name != name);
             match pods.live.get(name) {
                 Some(l) if l.started => {
                     let l = pods.live.remove(name).expect("present");
@@ -339,50 +325,6 @@ impl Inner {
         }
     }
 
-    /// A spare of this profile, made from the same inputs, wiped for its
-    /// new life; `None` when there is none.
-    async fn take_spare(&self, spec: &PodSpec) -> Option<Pod> {
-        let hash = self.cfg.template.spec_hash(&spec.profile);
-        loop {
-            let spare = {
-                let mut pods = lock(&self.pods);
-                let i = pods
-                    .spares
-                    .iter()
-                    .position(|s| s.profile == spec.profile.name && s.spec_hash == hash)?;
-                let spare = pods.spares.swap_remove(i);
-                pods.live.insert(
-                    spare.name.clone(),
-                    Live {
-                        pod_id: spec.pod_id.clone(),
-                        started: true,
-                        since: tokio::time::Instant::now(),
-                    },
-                );
-                pods.names.insert(spec.pod_id.clone(), spare.name.clone());
-                spare
-            };
-            let wiped = client::wipe(&spare.pod.address, spare.pod.token.as_deref(), self.epoch());
-            match tokio::time::timeout(self.cfg.agent_timeout, wiped).await {
-                Ok(Ok(())) => {
-                    tracing::info!(pod = %spec.pod_id, adopted = %spare.name, "served a start from an adopted pod");
-                    return Some(Pod {
-                        pod_id: spec.pod_id.clone(),
-                        ..spare.pod
-                    });
-                }
-                _ => {
-                    {
-                        let mut pods = lock(&self.pods);
-                        pods.live.remove(&spare.name);
-                        pods.names.remove(&spec.pod_id);
-                    }
-                    self.delete(&spare.name).await;
-                }
-            }
-        }
-    }
-
     /// Starts a pod for `spec`. Its `labels` (tenant, pool) stay with the
     /// service: a Kubernetes pod carries install, pool and profile only.
     /// Its `gpu_devices` are the local runtime's: here the device plugin or
@@ -390,9 +332,6 @@ impl Inner {
     async fn start(self: &Arc<Self>, spec: PodSpec) -> Result<Pod, Error> {
         if lock(&self.pods).names.contains_key(&spec.pod_id) {
             return Err(Error::StartFailed(format!("pod {} exists", spec.pod_id)));
-        }
-        if let Some(pod) = self.take_spare(&spec).await {
-            return Ok(pod);
         }
         let name = spec.pod_id.clone();
         let object = self
@@ -603,7 +542,11 @@ impl Inner {
         }
     }
 
-    async fn adopt(self: &Arc<Self>, claims: Vec<Claim>) -> Result<Adoption, Error> {
+    async fn adopt(
+        self: &Arc<Self>,
+        profiles: Vec<Profile>,
+        claims: Vec<Claim>,
+    ) -> Result<Adoption, Error> {
         let lp = ListParams::default().labels(&self.cfg.template.selector());
         let list = self.pods_api.list(&lp).await.map_err(|e| {
             Error::Io(std::io::Error::other(format!(
@@ -614,6 +557,11 @@ impl Inner {
             .iter()
             .map(|c| (c.pod_id.as_str(), c.job_id.as_str()))
             .collect();
+        // What an idle pod of each profile must be made from to serve it now.
+        let hashes: HashMap<String, String> = profiles
+            .iter()
+            .map(|p| (p.name.clone(), self.cfg.template.spec_hash(p)))
+            .collect();
         let mut adoption = Adoption::default();
         for kpod in list.items {
             let Some(name) = kpod.metadata.name.clone() else {
@@ -622,10 +570,16 @@ impl Inner {
             if lock(&self.pods).live.contains_key(&name) {
                 continue;
             }
-            match self.examine(&name, &kpod, &claimed).await {
+            let made_as = kpod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(spec::SPEC_HASH_ANNOTATION));
+            match self.examine(&name, &kpod, &claimed, &hashes, made_as).await {
                 Some((adopted, busy)) => {
-                    let mut pods = lock(&self.pods);
-                    if busy {
+                    // Driven as if started here, under its own name.
+                    {
+                        let mut pods = lock(&self.pods);
                         pods.live.insert(
                             name.clone(),
                             Live {
@@ -635,20 +589,10 @@ impl Inner {
                             },
                         );
                         pods.names.insert(name.clone(), name.clone());
+                    }
+                    if busy {
                         adoption.busy.push(adopted);
                     } else {
-                        pods.spares.push(Spare {
-                            name: name.clone(),
-                            profile: adopted.profile.clone(),
-                            spec_hash: kpod
-                                .metadata
-                                .annotations
-                                .as_ref()
-                                .and_then(|a| a.get(spec::SPEC_HASH_ANNOTATION))
-                                .cloned()
-                                .unwrap_or_default(),
-                            pod: adopted.pod.clone(),
-                        });
                         adoption.standby.push(adopted);
                     }
                 }
@@ -657,30 +601,6 @@ impl Inner {
                     adoption.removed += 1;
                 }
             }
-        }
-        if !adoption.standby.is_empty() {
-            // Spares no start took in time go: a timer, not a loop.
-            let names: Vec<String> = adoption
-                .standby
-                .iter()
-                .map(|a| a.pod.pod_id.clone())
-                .collect();
-            let this = Arc::downgrade(self);
-            let ttl = self.cfg.spare_ttl;
-            tokio::spawn(async move {
-                tokio::time::sleep(ttl).await;
-                let Some(inner) = this.upgrade() else { return };
-                let expired: Vec<String> = {
-                    let mut pods = lock(&inner.pods);
-                    let (gone, kept) = pods.spares.drain(..).partition(|s| names.contains(&s.name));
-                    pods.spares = kept;
-                    gone.into_iter().map(|s: Spare| s.name).collect()
-                };
-                for name in expired {
-                    tracing::info!(pod = %name, "an adopted pod no start took is deleted");
-                    inner.delete(&name).await;
-                }
-            });
         }
         Ok(adoption)
     }
@@ -691,6 +611,8 @@ impl Inner {
         name: &str,
         kpod: &KubePod,
         claimed: &HashMap<&str, &str>,
+        hashes: &HashMap<String, String>,
+        made_as: Option<&String>,
     ) -> Option<(Adopted, bool)> {
         let Progress::Ready { ip } = status::progress(kpod) else {
             tracing::info!(pod = name, "not adopted: not ready");
@@ -739,6 +661,10 @@ impl Inner {
                 },
                 true,
             ));
+        }
+        if hashes.get(&profile) != made_as {
+            tracing::info!(pod = name, %profile, "not adopted: its profile is gone or made differently now");
+            return None;
         }
         // Idle: wiped, it is standby capacity (nothing of its last caller stays).
         let wiped = client::wipe(&pod.address, pod.token.as_deref(), self.epoch());
@@ -812,8 +738,12 @@ impl Runtime for KubeRuntime {
         self.inner.epoch.store(epoch, Ordering::SeqCst);
     }
 
-    fn adopt(&self, claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>> {
-        Box::pin(async move { self.inner.adopt(claims).await })
+    fn adopt(
+        &self,
+        profiles: Vec<Profile>,
+        claims: Vec<Claim>,
+    ) -> BoxFuture<'_, Result<Adoption, Error>> {
+        Box::pin(async move { self.inner.adopt(profiles, claims).await })
     }
 
     /// Pods outlive the service: the next leader adopts them.

@@ -214,6 +214,32 @@ impl Scheduler {
                 let runtime_id = slot.runtime_id.clone();
                 self.record(tenant, Some(&runtime_id), profile, "promote", None, why);
             }
+            Decision::Adopted { pod, placement } => {
+                let Some(adopted) = st.adopting.pop_front() else {
+                    return;
+                };
+                let why = json!({
+                    "code": "adopted",
+                    "message": "a pod an earlier leader started, idle and wiped, taken over as standby",
+                    "placement": placement,
+                });
+                self.record(None, Some(&adopted.pod_id), profile, "ready", None, why);
+                let Some(pp) = st.pools.get_mut(profile) else {
+                    return;
+                };
+                pp.by_runtime.insert(adopted.pod_id.clone(), pod);
+                pp.slots.insert(
+                    pod,
+                    Slot {
+                        runtime_id: adopted.pod_id.clone(),
+                        pod: Some(adopted),
+                        placement,
+                        phase: Phase::Ready,
+                        tenant: None,
+                        wipe: false,
+                    },
+                );
+            }
             Decision::Reset { pod, reason } => {
                 if let Some(slot) = self.record_pod(st, profile, pod, "reset", &reason) {
                     slot.tenant = None;

@@ -76,7 +76,7 @@ pub(super) struct Placement {
 const AGENT_GRACE: Duration = Duration::from_secs(15);
 
 /// How a job's time on its pods ended.
-enum Ending {
+pub(super) enum Ending {
     /// The job was cancelled or taken elsewhere before it was assigned here.
     NotAssigned,
     /// The job reached a final state; `pods_ok` says whether its pods may stay warm.
@@ -161,12 +161,32 @@ async fn store_end(
     Ok(row)
 }
 
+/// How a job's exchange with its pods begins.
+pub(super) enum Begin {
+    /// Bind and run it, with these files.
+    Run(BTreeMap<String, String>),
+    /// Re-attach to the run an earlier leader started (see [`Resume`]).
+    Attach(Resume),
+}
+
+/// What a new leader knows of a run it re-attaches to: the agent replays
+/// the run from its start, so the job's logs are rebuilt whole; what the
+/// job's event stream already holds is not announced again.
+#[derive(Debug, Default)]
+pub(super) struct Resume {
+    /// The job's start was recorded already.
+    pub(super) running: bool,
+    /// Output lines of this attempt already among the job's events, per
+    /// rank and stream.
+    pub(super) shown: std::collections::HashMap<(u32, Stream), usize>,
+}
+
 /// How a job came to its pods, for running it.
-struct Handover {
+pub(super) struct Handover {
     /// This run's attempt, from 1.
-    attempt: i32,
-    queued_ms: f64,
-    acquire_ms: f64,
+    pub(super) attempt: i32,
+    pub(super) queued_ms: f64,
+    pub(super) acquire_ms: f64,
 }
 
 /// Frames of every rank, as they come.
@@ -177,6 +197,13 @@ impl Scheduler {
         let job_id = job.job_id;
         let cancel = self.cancel_signal(job_id);
         let ending = self.execute(&job, &placement, &cancel).await;
+        let _kept = self.ended(job, &placement, ending).await;
+    }
+
+    /// Records how a job's time on its pods ended, and gives its pods back
+    /// to its pool; true when they may serve again (not dropped).
+    pub(super) async fn ended(&self, job: Queued, placement: &Placement, ending: Ending) -> bool {
+        let job_id = job.job_id;
         match ending {
             Ending::NotAssigned => {
                 self.finished(job_id);
@@ -190,20 +217,22 @@ impl Scheduler {
                         .job_finished(&placement.profile, row.state);
                     self.inner.hub.done(row);
                 }
+                true
             }
             Ending::Done { finish, pods_ok } => {
                 if !pods_ok {
-                    self.drop_pods(&placement, "a rank was lost while the job was cancelled")
+                    self.drop_pods(placement, "a rank was lost while the job was cancelled")
                         .await;
                 }
                 // The pods are warm again before anyone learns the job ended,
                 // so the caller's next job finds them.
                 self.finished(job_id);
                 self.record_end(&job, *finish).await;
+                pods_ok
             }
             Ending::Lost(reason) => {
                 tracing::warn!(%job_id, %reason, "pod lost");
-                self.drop_pods(&placement, &reason).await;
+                self.drop_pods(placement, &reason).await;
                 let max = self.inner.settings.max_attempts as i32;
                 match hearth_store::job::requeue(&self.inner.relaxed, self.epoch(), job_id, max)
                     .await
@@ -217,7 +246,7 @@ impl Scheduler {
                             queued_at: SystemTime::now(),
                             ..job
                         });
-                        return;
+                        return false;
                     }
                     Ok(false) => {}
                     Err(e) => tracing::error!(%job_id, error = %e, "re-queueing failed"),
@@ -228,6 +257,7 @@ impl Scheduler {
                     Ok(Some(row)) if row.cancel_requested
                 );
                 self.record_end(&job, lost(cancelled, &reason)).await;
+                false
             }
         }
     }
@@ -476,7 +506,7 @@ impl Scheduler {
             queued_ms,
             acquire_ms,
         };
-        self.exchange(job, placement, &pods, files, handover, cancel)
+        self.exchange(job, placement, &pods, Begin::Run(files), handover, cancel)
             .await
     }
 
@@ -499,12 +529,12 @@ impl Scheduler {
         futures::future::join_all(ready).await.into_iter().collect()
     }
 
-    async fn exchange(
+    pub(super) async fn exchange(
         &self,
         job: &Queued,
         placement: &Placement,
         pods: &[Pod],
-        files: BTreeMap<String, String>,
+        begin: Begin,
         handover: Handover,
         cancel: &Notify,
     ) -> Ending {
@@ -516,7 +546,11 @@ impl Scheduler {
         let spec = &job.spec;
         let settings = &self.inner.settings;
         let world = pods.len() as u32;
-        let topology = topology(spec.topology.is_some(), pods);
+        let (files, mut resume) = match begin {
+            Begin::Run(files) => (Some(files), None),
+            Begin::Attach(resume) => (None, Some(resume)),
+        };
+        let topology = topology(spec.topology.is_some() && files.is_some(), pods);
         let (frames_tx, mut frames) = mpsc::channel::<RankFrame>(256);
         let (cancel_tx, cancel_rx) = watch::channel(false);
         // The agent binds (files, dependencies) and then runs the command:
@@ -555,6 +589,17 @@ impl Scheduler {
                 let devices: Vec<String> = a.devices.iter().map(u32::to_string).collect();
                 env.insert("CUDA_VISIBLE_DEVICES".to_owned(), devices.join(","));
             }
+            let Some(files) = &files else {
+                tokio::spawn(relay(
+                    rank as u32,
+                    pod.clone(),
+                    self.epoch(),
+                    Open::Attach(job.job_id.to_string()),
+                    frames_tx.clone(),
+                    cancel_rx.clone(),
+                ));
+                continue;
+            };
             let run = agent::Run {
                 job_id: job.job_id.to_string(),
                 // Tenant and caller: whose binding the pod holds after it.
@@ -567,12 +612,14 @@ impl Scheduler {
                 timeout_ms: u64::from(spec.timeout_s) * 1000,
                 topology: topology.as_ref().map(|t| t[rank].clone()),
                 max_log_bytes: settings.max_log_bytes,
+                detach_grace_ms: u64::try_from(settings.reattach_grace.as_millis())
+                    .unwrap_or(u64::MAX),
             };
             tokio::spawn(relay(
                 rank as u32,
                 pod.clone(),
                 self.epoch(),
-                run,
+                Open::Run(Box::new(run)),
                 frames_tx.clone(),
                 cancel_rx.clone(),
             ));
@@ -618,6 +665,10 @@ impl Scheduler {
                                     span.set("hearth.job.bind_ms", bind_ms);
                                     span.end_at(SystemTime::now());
                                 }
+                                if resume.as_ref().is_some_and(|r| r.running) {
+                                    // Recorded by the leader that started it.
+                                    continue;
+                                }
                                 let start_s = (queued_ms + acquire_ms + bind_ms) / 1000.0;
                                 // The exemplar leads from a slow bucket to a trace that was kept.
                                 let trace = job.trace.as_ref().filter(|t| t.is_sampled()).map(|t| t.trace_id());
@@ -643,8 +694,16 @@ impl Scheduler {
                                 Stream::Stdout => out.push(&shown, head_max, full_max),
                                 Stream::Stderr => err.push(&shown, head_max, full_max),
                             };
-                            // The event stream shows what the logs keep.
-                            if kept {
+                            // The event stream shows what the logs keep,
+                            // once: lines an earlier leader stored are not
+                            // announced again.
+                            let shown = resume
+                                .as_mut()
+                                .and_then(|r| r.shown.get_mut(&(rank, stream)))
+                                .filter(|n| **n > 0)
+                                .map(|n| *n -= 1)
+                                .is_some();
+                            if kept && !shown {
                                 let line = storable(&line).into_owned();
                                 self.inner.hub.line(self.epoch(), job.job_id, job.tenant_id, stream, rank, line);
                             }
@@ -860,18 +919,29 @@ fn topology(gang: bool, pods: &[Pod]) -> Option<Vec<Rank>> {
     )
 }
 
+/// How a rank's exchange opens: a new run, or an attach to job's run.
+enum Open {
+    Run(Box<agent::Run>),
+    Attach(String),
+}
+
 /// Runs one rank: opens the exchange, forwards its frames, and passes a cancel
 /// on. Ends after the final frame.
 async fn relay(
     rank: u32,
     pod: Pod,
     epoch: i64,
-    run: agent::Run,
+    open: Open,
     frames: mpsc::Sender<RankFrame>,
     mut cancel: watch::Receiver<bool>,
 ) {
+    let (address, token) = (&pod.address, pod.token.as_deref());
+    let opened = match open {
+        Open::Run(run) => client::run(address, token, epoch as u64, *run).await,
+        Open::Attach(job_id) => client::attach(address, token, epoch as u64, &job_id).await,
+    };
     let mut exchange =
-        match client::run(&pod.address, pod.token.as_deref(), epoch as u64, run).await {
+        match opened {
             Ok(x) => x,
             Err(e) => {
                 let _ = frames.send((rank, Err(e))).await;

@@ -594,6 +594,15 @@ pub enum Event {
     PodReady { pod: PodId },
     /// A pod no longer exists: released by the policy, or lost.
     PodGone { pod: PodId },
+    /// `pods` pods the policy did not start are up, unbound and wiped: a
+    /// new leader adopted them from the last one. Each gets an id and a
+    /// standby placement, announced by [`Decision::Adopted`] before any
+    /// decision about it (as many as there is room for), and is then
+    /// handled as a pod that just became ready: the job that waited longest
+    /// takes it; otherwise it stands by, or is released where the policy
+    /// keeps no standby or has enough. One event for all, so that the pool
+    /// counts them all before it decides what more it needs.
+    PodsAdopted { pods: u32 },
     /// The caller's loop started (`busy`) or stopped running jobs in
     /// another pool: a caller that works across profiles is one loop, and
     /// the pod it holds here idles while it runs there. While it is busy
@@ -736,6 +745,8 @@ pub enum Decision {
     Reset { pod: PodId, reason: Reason },
     /// Stop `pod`; report `PodGone` when it is gone. Never an active pod.
     Release { pod: PodId, reason: Reason },
+    /// A pod of an [`Event::PodsAdopted`], with its id and placement.
+    Adopted { pod: PodId, placement: Placement },
     /// The budget on GPUs held by warm plus standby pods changed.
     Budget {
         budget: Shares,

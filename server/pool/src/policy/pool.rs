@@ -504,6 +504,10 @@ impl Pool {
             Event::JobFinished { job } => self.job_finished(job, out),
             Event::PodReady { pod } => self.pod_ready(pod, out),
             Event::PodGone { pod } => self.pod_gone(pod),
+            Event::PodsAdopted { pods } => {
+                self.pods_adopted(pods, out);
+                Ok(())
+            }
             Event::LoopBusy { caller, busy } => {
                 self.loop_busy(caller, busy);
                 Ok(())
@@ -1130,8 +1134,37 @@ impl Pool {
             }
             return Ok(());
         }
-        // Ready and unbound: the job that waited longest takes it, if it
-        // fits; otherwise it stands by.
+        self.stand_by(pod, out);
+        Ok(())
+    }
+
+    /// Pods some earlier leader started: ready, unbound and wiped. Those
+    /// there is no room for get no id (the driver stops them).
+    fn pods_adopted(&mut self, pods: u32, out: &mut Vec<Decision>) {
+        let mut ids = Vec::new();
+        for _ in 0..pods {
+            if self.pods.len() as u32 >= self.cfg.max_pods {
+                break;
+            }
+            let Some(placement) = self.inv.alloc(self.standby_shares(), None) else {
+                break;
+            };
+            let pod = self.add_pod(
+                PodState::Starting(Purpose::Standby),
+                placement.clone(),
+                self.cfg.pod_shares,
+            );
+            out.push(Decision::Adopted { pod, placement });
+            ids.push(pod);
+        }
+        for pod in ids {
+            self.stand_by(pod, out);
+        }
+    }
+
+    /// Ready and unbound: the job that waited longest takes it, if it fits;
+    /// otherwise it stands by.
+    fn stand_by(&mut self, pod: PodId, out: &mut Vec<Decision>) {
         self.set_state(pod, PodState::Standby);
         self.standby.insert(pod);
         if let Some((_, &head)) = self.queue.first_key_value()
@@ -1144,7 +1177,6 @@ impl Pool {
             self.standby.remove(&pod);
             self.unbound(pod, out);
         }
-        Ok(())
     }
 
     fn pod_gone(&mut self, pod: PodId) -> Result<(), Error> {

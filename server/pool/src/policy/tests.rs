@@ -374,7 +374,7 @@ fn fuzz(kind: Kind, seed: u64) {
                     );
                     last_caller.insert(*pod, *caller);
                 }
-                Decision::Promote { .. } | Decision::Budget { .. } => {}
+                Decision::Promote { .. } | Decision::Budget { .. } | Decision::Adopted { .. } => {}
             }
         }
     }
@@ -1303,4 +1303,44 @@ fn a_loop_tells_each_pool_when_the_caller_runs_elsewhere() {
     assert_eq!(l.moved(&"a", true), vec![("a", true), ("b", true)]);
     assert_eq!(l.moved(&"b", false), vec![]);
     assert_eq!(l.moved(&"b", false), vec![("a", false)]);
+}
+
+#[test]
+fn adopted_pods_stand_by_and_are_promoted_like_started_ones() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 2,
+        max: 8,
+        ..StandbyConfig::default()
+    };
+    c.max_pods = 3;
+    let mut f = Fake {
+        pool: Pool::new(Kind::Firepool, c).unwrap(),
+        t: 0,
+    };
+    // Adopted before the pool's first tick: it needs no start of its own,
+    // and the one it has no room for (max_pods) gets no id.
+    let d = f.ev(Event::PodsAdopted { pods: 4 });
+    let adopted: Vec<PodId> = d
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Adopted { pod, placement } => {
+                assert_eq!(placement.shares(), 1, "a standby share");
+                Some(*pod)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(adopted.len(), 3);
+    assert!(starts(&d).is_empty(), "{d:?}");
+    // Over the standby target of 2: the surplus goes.
+    assert_eq!(releases(&d).len(), 1, "{d:?}");
+    assert_eq!(f.pool.snapshot().pods.standby, 2);
+    let d = f.at(1_000).queue(1, 100);
+    let promoted = d.iter().find_map(|d| match d {
+        Decision::Promote { pod, .. } => Some(*pod),
+        _ => None,
+    });
+    assert!(promoted.is_some_and(|p| adopted.contains(&p)), "{d:?}");
+    assert_eq!(assigns(&d)[0].2, Source::Standby);
 }
