@@ -294,13 +294,7 @@ impl Agent {
 /// seen since (a stale leader cannot cancel what the new one took over);
 /// the connection closing starts the grace period, after which a run no
 /// leader attached to again is cancelled and given up.
-fn watch_link(
-    agent: &Agent,
-    mut reader: impl BufRead,
-    current: &Current,
-    link: u64,
-    epoch: u64,
-) {
+fn watch_link(agent: &Agent, mut reader: impl BufRead, current: &Current, link: u64, epoch: u64) {
     let mut rest = String::new();
     let read = reader.read_line(&mut rest);
     if matches!(read, Ok(n) if n > 0) && agent.epoch() <= epoch {
@@ -771,4 +765,3 @@ pub fn error_frame(code: ErrorCode, message: String) -> Frame {
         log: String::new(),
     }
 }
-

@@ -451,10 +451,18 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     assert!(
         matches!(stale.next().await.unwrap(), Frame::Error { code, .. } if code.as_str() == "stale_epoch")
     );
-    let mut stale_run = client::run(&c.address, c.token.as_deref(), 2, job("j-x", "t/x", &["true"]))
-        .await
-        .unwrap();
-    assert!(matches!(stale_run.next().await.unwrap(), Frame::Error { .. }));
+    let mut stale_run = client::run(
+        &c.address,
+        c.token.as_deref(),
+        2,
+        job("j-x", "t/x", &["true"]),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        stale_run.next().await.unwrap(),
+        Frame::Error { .. }
+    ));
     // The new leader takes the run over: its stream from the start.
     let mut attached = client::attach(&c.address, c.token.as_deref(), 3, "j-claimed")
         .await
@@ -473,7 +481,13 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     attached.cancel().await.unwrap();
     let end = attached.finish().await.unwrap();
     assert!(
-        matches!(end, Frame::Exit { outcome: Outcome::Cancelled, .. }),
+        matches!(
+            end,
+            Frame::Exit {
+                outcome: Outcome::Cancelled,
+                ..
+            }
+        ),
         "{end:?}"
     );
     // Stopping an adopted pod deletes it.
@@ -494,7 +508,11 @@ async fn a_run_outlives_its_leaders_connection_for_its_grace_period() {
     let mut run = job(
         "j-grace",
         "t/c1",
-        &["sh", "-c", "echo one; sleep 1; echo two; echo '{\"n\": 2}' > $HEARTH_OUTPUT"],
+        &[
+            "sh",
+            "-c",
+            "echo one; sleep 1; echo two; echo '{\"n\": 2}' > $HEARTH_OUTPUT",
+        ],
     );
     run.detach_grace_ms = 10_000;
     let mut ex = client::run(address, token, 2, run).await.unwrap();

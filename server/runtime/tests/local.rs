@@ -90,7 +90,9 @@ impl Drop for Harness {
                     .build()
                     .unwrap();
                 let rt = LocalRuntime::new(cfg).unwrap();
-                tokio.block_on(rt.adopt(Vec::new(), Vec::new())).map(|a| a.removed)
+                tokio
+                    .block_on(rt.adopt(Vec::new(), Vec::new()))
+                    .map(|a| a.removed)
             });
             let _ = cleanup.join();
         }
@@ -1141,7 +1143,10 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
         "the orphan's job survived"
     );
     drop(ex);
-    assert_eq!(fresh.adopt(Vec::new(), Vec::new()).await.unwrap().removed, 0);
+    assert_eq!(
+        fresh.adopt(Vec::new(), Vec::new()).await.unwrap().removed,
+        0
+    );
     let _ = std::fs::remove_dir_all(&state);
 }
 

@@ -210,16 +210,21 @@ impl Scheduler {
         let mut shown = HashMap::new();
         let mut after = 0;
         loop {
-            let rows =
-                match hearth_store::job_event::after(&self.inner.db, tenant_id, job_id, after, 1000)
-                    .await
-                {
-                    Ok(rows) => rows,
-                    Err(e) => {
-                        tracing::warn!(%job_id, error = %e, "reading the job's events failed; its lines may show twice");
-                        return shown;
-                    }
-                };
+            let rows = match hearth_store::job_event::after(
+                &self.inner.db,
+                tenant_id,
+                job_id,
+                after,
+                1000,
+            )
+            .await
+            {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!(%job_id, error = %e, "reading the job's events failed; its lines may show twice");
+                    return shown;
+                }
+            };
             let Some(last) = rows.last() else {
                 return shown;
             };

@@ -940,14 +940,13 @@ async fn relay(
         Open::Run(run) => client::run(address, token, epoch as u64, *run).await,
         Open::Attach(job_id) => client::attach(address, token, epoch as u64, &job_id).await,
     };
-    let mut exchange =
-        match opened {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = frames.send((rank, Err(e))).await;
-                return;
-            }
-        };
+    let mut exchange = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = frames.send((rank, Err(e))).await;
+            return;
+        }
+    };
     let mut cancel_sent = false;
     loop {
         tokio::select! {
