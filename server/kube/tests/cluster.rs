@@ -94,18 +94,7 @@ async fn run_all(pod: &Pod, run: Run) -> Vec<Frame> {
     let mut ex = client::run(&pod.address, pod.token.as_deref(), 2, run)
         .await
         .unwrap();
-    let mut frames = Vec::new();
-    loop {
-        let f = tokio::time::timeout(Duration::from_secs(30), ex.next())
-            .await
-            .expect("frame in time")
-            .expect("frame");
-        let last = f.is_final();
-        frames.push(f);
-        if last {
-            return frames;
-        }
-    }
+    rest(&mut ex).await
 }
 
 async fn next_event(events: &mut tokio::sync::broadcast::Receiver<PodEvent>) -> PodEvent {
