@@ -7,6 +7,10 @@
 //! the agent's build and of the local runtime's. It may not touch the store:
 //! what it knows of jobs arrives as [`Claim`]s.
 //!
+//! Why a start failed or a pod was lost is also written where cluster
+//! operators look: a Warning Event (events.k8s.io/v1) regarding the pod,
+//! best effort (see [`Inner::warn`]).
+//!
 //! Modules: [`spec`] (the Pod and Secret objects, name and quantity checks),
 //! [`status`] (reading a pod's status: ready, hopeless, gone and why).
 
@@ -23,9 +27,10 @@ use hearth_core::agent::{Frame, pod_token};
 use hearth_runtime::{
     Adopted, Adoption, Claim, Error, Mechanism, Pod, PodEvent, PodSpec, Runtime, client,
 };
-use k8s_openapi::api::core::v1::{Pod as KubePod, Secret};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as KubePod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::broadcast;
 
@@ -69,7 +74,30 @@ pub struct KubeConfig {
     pub unschedulable_timeout: Duration,
     /// How long an agent may take to answer during adoption.
     pub agent_timeout: Duration,
+    /// The `reportingInstance` of the Events this runtime writes; `None`:
+    /// the host name (in a cluster, the broker's pod name).
+    pub instance: Option<String>,
 }
+
+/// The `reportingController` of the Events this runtime writes.
+pub const REPORTING_CONTROLLER: &str = "hearth.dev/broker";
+
+/// Event reasons and actions (CamelCase, as Kubernetes' own).
+mod pod_event {
+    /// A pod this runtime created will not become ready.
+    pub const START_FAILED: &str = "StartFailed";
+    /// A started pod went away: deleted, evicted, OOM-killed, its node
+    /// lost, or failed.
+    pub const POD_LOST: &str = "PodLost";
+    /// The action of [`START_FAILED`]: starting the pod.
+    pub const START: &str = "Start";
+    /// The action of [`POD_LOST`]: the pod is dropped from service (and
+    /// what is left of it deleted).
+    pub const DROP: &str = "Drop";
+}
+
+/// Most bytes of an Event's note (the API server's limit is 1 kB).
+const NOTE_MAX: usize = 1024;
 
 impl KubeConfig {
     pub fn new(namespace: &str, install: &str, secret: InstallSecret) -> Self {
@@ -85,6 +113,7 @@ impl KubeConfig {
             start_timeout: Duration::from_secs(600),
             unschedulable_timeout: Duration::from_secs(120),
             agent_timeout: Duration::from_secs(5),
+            instance: None,
         }
     }
 }
@@ -114,6 +143,8 @@ struct Inner {
     secrets_api: Api<Secret>,
     epoch: AtomicU64,
     events: broadcast::Sender<PodEvent>,
+    /// Writes Kubernetes Events regarding pods.
+    recorder: Recorder,
     pods: Mutex<Pods>,
 }
 
@@ -181,6 +212,18 @@ fn api_error(what: &str, e: &kube::Error) -> Error {
     }
 }
 
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn truncated(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
 impl KubeRuntime {
     /// A runtime on `client` (in-cluster configuration or `KUBECONFIG`: see
     /// [`kube::Client::try_default`]). Starts the watch over the install's
@@ -191,9 +234,18 @@ impl KubeRuntime {
             .map_err(|e| Error::StartFailed(format!("kubernetes settings: {e}")))?;
         let ns = cfg.template.namespace.clone();
         let (events, _) = broadcast::channel(1024);
+        let reporter = match &cfg.instance {
+            Some(instance) => Reporter {
+                controller: REPORTING_CONTROLLER.to_owned(),
+                instance: Some(instance.clone()),
+            },
+            // The host name: a pod's is its name.
+            None => Reporter::from(REPORTING_CONTROLLER),
+        };
         let inner = Arc::new(Inner {
             pods_api: Api::namespaced(client.clone(), &ns),
-            secrets_api: Api::namespaced(client, &ns),
+            secrets_api: Api::namespaced(client.clone(), &ns),
+            recorder: Recorder::new(client, reporter),
             cfg,
             epoch: AtomicU64::new(0),
             events,
@@ -259,7 +311,7 @@ async fn watch_install(inner: Weak<Inner>) {
                     .map(|(n, _)| n.clone())
                     .collect();
                 for name in missing {
-                    inner.vanished_name(&name, "deleted".to_owned());
+                    inner.vanished_name(&name, None, "deleted".to_owned());
                 }
             }
             Ok(Event::Apply(pod)) => {
@@ -278,15 +330,47 @@ impl Inner {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    fn vanished(self: &Arc<Self>, pod: &KubePod, reason: String) {
-        if let Some(name) = &pod.metadata.name {
-            self.vanished_name(name, reason);
+    /// A reference to pod `name` of this runtime's namespace.
+    fn pod_ref(&self, name: &str, uid: Option<&str>) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            name: Some(name.to_owned()),
+            namespace: Some(self.cfg.template.namespace.clone()),
+            uid: uid.map(str::to_owned),
+            ..ObjectReference::default()
         }
     }
 
-    /// A pod went away on its own: a started one is announced (once), and
-    /// whatever is left of it deleted.
-    fn vanished_name(self: &Arc<Self>, name: &str, reason: String) {
+    /// Writes a Warning Event regarding `pod`, in the background: best
+    /// effort, so that no start or loss waits for the API server or fails
+    /// because it refused (RBAC, quota); a refusal is logged.
+    fn warn(&self, pod: ObjectReference, reason: &'static str, action: &'static str, note: String) {
+        let event = KubeEvent {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(truncated(note, NOTE_MAX)),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        let recorder = self.recorder.clone();
+        tokio::spawn(async move {
+            if let Err(e) = recorder.publish(&event, &pod).await {
+                let name = pod.name.unwrap_or_default();
+                tracing::warn!(pod = %name, reason = event.reason, error = %e, "writing a pod event failed");
+            }
+        });
+    }
+
+    fn vanished(self: &Arc<Self>, pod: &KubePod, reason: String) {
+        if let Some(name) = &pod.metadata.name {
+            self.vanished_name(name, pod.metadata.uid.as_deref(), reason);
+        }
+    }
+
+    /// A pod went away on its own: a started one is announced (once), with
+    /// an Event, and whatever is left of it deleted.
+    fn vanished_name(self: &Arc<Self>, name: &str, uid: Option<&str>, reason: String) {
         let gone = {
             let mut pods = lock(&self.pods);
             match pods.live.get(name) {
@@ -300,6 +384,12 @@ impl Inner {
         };
         if let Some(pod_id) = gone {
             tracing::warn!(pod = name, %reason, "pod lost");
+            self.warn(
+                self.pod_ref(name, uid),
+                pod_event::POD_LOST,
+                pod_event::DROP,
+                format!("pod lost: {reason}"),
+            );
             let _ = self.events.send(PodEvent::Gone { pod_id, reason });
             let this = Arc::clone(self);
             let name = name.to_owned();
@@ -413,9 +503,21 @@ impl Inner {
                 tracing::warn!(pod = name, error = %e, "the token Secret is not owned by its pod");
             }
         }
-        let ip = self.follow(name).await?;
-        let address = format!("tcp:{ip}:{}", self.cfg.template.agent_port);
-        self.ping(&address, &token).await?;
+        let ready = async {
+            let ip = self.follow(name).await?;
+            let address = format!("tcp:{ip}:{}", self.cfg.template.agent_port);
+            self.ping(&address, &token).await?;
+            Ok((ip, address))
+        };
+        // The pod exists from here: why it will not serve goes on it too.
+        let (ip, address) = ready.await.inspect_err(|e: &Error| {
+            let why = match e {
+                Error::StartFailed(why) => why.clone(),
+                other => other.to_string(),
+            };
+            let pod = self.pod_ref(name, created.metadata.uid.as_deref());
+            self.warn(pod, pod_event::START_FAILED, pod_event::START, why);
+        })?;
         Ok(Pod {
             pod_id: name.to_owned(),
             address,

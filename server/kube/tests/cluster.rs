@@ -52,8 +52,48 @@ impl Harness {
         let mut cfg = KubeConfig::new("hearth", "test", InstallSecret::new(SECRET));
         cfg.template.agent_port = self.port;
         cfg.start_timeout = Duration::from_secs(30);
+        cfg.instance = Some("broker-0".to_owned());
         KubeRuntime::new(self.cluster.client(), cfg).unwrap()
     }
+
+    /// The Event with `reason` regarding pod `name`, once written (they
+    /// are written in the background).
+    async fn event(&self, name: &str, reason: &str) -> serde_json::Value {
+        for _ in 0..200 {
+            let found = self
+                .cluster
+                .events()
+                .into_iter()
+                .find(|e| e["regarding"]["name"] == name && e["reason"] == reason);
+            if let Some(e) = found {
+                return e;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no {reason} event for {name}: {:?}", self.cluster.events());
+    }
+}
+
+/// The fields every Event of the runtime carries: a Warning regarding the
+/// pod, reported by the broker.
+fn assert_pod_warning(event: &serde_json::Value, name: &str, action: &str) {
+    assert_eq!(event["type"], "Warning", "{event}");
+    assert_eq!(event["action"], action, "{event}");
+    assert_eq!(event["reportingController"], "hearth.dev/broker", "{event}");
+    assert_eq!(event["reportingInstance"], "broker-0", "{event}");
+    assert_eq!(event["metadata"]["namespace"], "hearth", "{event}");
+    let regarding = &event["regarding"];
+    assert_eq!(
+        (
+            &regarding["apiVersion"],
+            &regarding["kind"],
+            &regarding["name"]
+        ),
+        (&"v1".into(), &"Pod".into(), &name.into()),
+        "{event}"
+    );
+    assert_eq!(regarding["namespace"], "hearth", "{event}");
+    assert!(event["eventTime"].is_string(), "{event}");
 }
 
 impl Drop for Harness {
@@ -217,6 +257,11 @@ async fn a_pod_deleted_mid_job_is_reported_and_the_job_ends() {
     .await
     .unwrap();
     assert!(ended);
+    // Operators see it where they look: an Event on the pod.
+    let event = h.event("pod-del", "PodLost").await;
+    assert_pod_warning(&event, "pod-del", "Drop");
+    assert_eq!(event["regarding"]["uid"], "uid-pod-del");
+    assert_eq!(event["note"], "pod lost: deleted", "{event}");
 }
 
 #[tokio::test]
@@ -276,6 +321,45 @@ async fn an_image_that_cannot_be_pulled_fails_the_start_with_its_reason() {
         h.cluster.pod_names().is_empty(),
         "the failed pod is deleted"
     );
+    let event = h.event("pod-pull", "StartFailed").await;
+    assert_pod_warning(&event, "pod-pull", "Start");
+    assert_eq!(event["regarding"]["uid"], "uid-pod-pull");
+    let note = event["note"].as_str().unwrap();
+    assert!(note.contains("ErrImagePull: pull access denied"), "{event}");
+    assert_eq!(h.cluster.events().len(), 1, "one event, for the failure");
+}
+
+/// Events are best effort: an API server that refuses them (no RBAC for
+/// events.k8s.io) fails no start, and a failed start fails with the pod's
+/// own reason.
+#[tokio::test]
+async fn refused_events_fail_no_start() {
+    let h = Harness::new("no-events").await;
+    h.cluster.refuse_events();
+    let rt = h.runtime();
+    let mut s = spec("pod-refused");
+    s.profile.image = "missing/image:1".into();
+    let err = rt.start_pod(s).await.unwrap_err().to_string();
+    assert!(err.contains("ErrImagePull"), "{err}");
+    let pod = rt.start_pod(spec("pod-fine")).await.expect("started");
+    let frames = run_all(&pod, job("j", "t/c", &["true"])).await;
+    assert!(
+        matches!(
+            frames.last(),
+            Some(Frame::Exit {
+                exit_code: Some(0),
+                ..
+            })
+        ),
+        "{frames:?}"
+    );
+    let mut events = rt.subscribe();
+    h.cluster.delete("pod-fine");
+    assert!(matches!(
+        next_event(&mut events).await,
+        PodEvent::Gone { .. }
+    ));
+    assert!(h.cluster.events().is_empty());
 }
 
 #[tokio::test]
@@ -302,6 +386,17 @@ async fn a_pod_deleted_while_starting_fails_the_start() {
     let err = result.unwrap_err().to_string();
     assert!(err.contains("deleted while starting"), "{err}");
     assert!(h.cluster.secret_names().is_empty(), "its Secret goes too");
+    let event = h.event("pod-early", "StartFailed").await;
+    assert!(
+        event["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("deleted while starting")),
+        "{event}"
+    );
+    assert!(
+        !h.cluster.events().iter().any(|e| e["reason"] == "PodLost"),
+        "a pod that never started is not lost"
+    );
 }
 
 /// Frames of an exchange until its final one.

@@ -4,7 +4,9 @@
 //!
 //! It serves what the runtime uses: pods (create, get, list and watch with
 //! label and field selectors, resource versions and bookmarks, delete) and
-//! secrets (create, get, merge patch, delete). Tests drive the rest
+//! secrets (create, get, merge patch, delete), and events.k8s.io/v1 Events
+//! (create, recorded for tests to read, or refused with 403 Forbidden when
+//! a test asks). Tests drive the rest
 //! directly: status changes (OOM kill), deletions behind the runtime's back,
 //! and expiring every open watch (410 Gone on resume).
 
@@ -48,6 +50,10 @@ struct Store {
     creations: u32,
     /// Changes are logged but not sent to open watches (they are lost to them).
     silent: bool,
+    /// Events written, oldest first.
+    events: Vec<Value>,
+    /// Event writes are refused (403), as without RBAC for them.
+    refuse_events: bool,
 }
 
 /// The fake API server and kubelet.
@@ -436,6 +442,24 @@ async fn secret(
     }
 }
 
+async fn create_event(
+    State(inner): State<Shared>,
+    UrlPath(ns): UrlPath<String>,
+    axum::Json(mut event): axum::Json<Value>,
+) -> Response {
+    let mut st = lock(&inner.store);
+    if st.refuse_events {
+        return status(
+            403,
+            "Forbidden",
+            "events.events.k8s.io is forbidden: cannot create resource \"events\"",
+        );
+    }
+    event["metadata"]["namespace"] = json!(ns);
+    st.events.push(event.clone());
+    (StatusCode::CREATED, axum::Json(event)).into_response()
+}
+
 impl FakeCluster {
     /// Starts the fake on loopback. Agents listen on 127.0.0.N:`agent_port`.
     pub async fn start(agent_bin: &Path, root: &Path, agent_port: u16) -> FakeCluster {
@@ -463,6 +487,10 @@ impl FakeCluster {
                 "/api/v1/namespaces/{ns}/secrets/{name}",
                 get(secret).delete(secret).patch(secret),
             )
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                axum::routing::post(create_event),
+            )
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -487,6 +515,16 @@ impl FakeCluster {
 
     pub fn secret_names(&self) -> Vec<String> {
         lock(&self.inner.store).secrets.keys().cloned().collect()
+    }
+
+    /// The Events written so far, oldest first.
+    pub fn events(&self) -> Vec<Value> {
+        lock(&self.inner.store).events.clone()
+    }
+
+    /// From now on Event writes are refused with 403 Forbidden.
+    pub fn refuse_events(&self) {
+        lock(&self.inner.store).refuse_events = true;
     }
 
     pub fn pod(&self, name: &str) -> Option<Value> {
