@@ -212,9 +212,11 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
 }
 
 /// A broker restart with a job mid-run: the new leader keeps the busy pod
-/// (no new pod created), re-attaches to the run and records its end with
-/// its whole output, lines shown once; the idle pods it adopted show as
-/// standby in its pools.
+/// (no new pod created), counts it active for the job's caller in its
+/// pools while the job runs, re-attaches to the run and records its end
+/// with its whole output, lines shown once (logs and event stream); the
+/// pod then stays warm for the caller, and the idle pods it adopted show
+/// as standby in its pools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restart_reattaches_to_a_job_mid_run() {
     hearth::cli::init_tracing(hearth::config::LogFormat::Text);
@@ -231,13 +233,20 @@ async fn a_restart_reattaches_to_a_job_mid_run() {
         .await;
     assert_eq!(status, 201, "{tenant}");
     let key = tenant["api_key"].as_str().unwrap().to_owned();
+    // The job goes on once the test says so (the agents share this
+    // machine's filesystem): the new leader is seen while it runs.
+    let go = root.join("go");
     let job = python_job(
         "r1",
-        "import json, os, time\n\
-         print('before', flush=True)\n\
-         time.sleep(4)\n\
-         print('after', flush=True)\n\
-         json.dump({'done': True}, open(os.environ['HEARTH_OUTPUT'], 'w'))",
+        &format!(
+            "import json, os, time\n\
+             print('before', flush=True)\n\
+             for _ in range(600):\n    \
+                 if os.path.exists({go:?}): break\n    \
+                 time.sleep(0.1)\n\
+             print('after', flush=True)\n\
+             json.dump({{'done': True}}, open(os.environ['HEARTH_OUTPUT'], 'w'))"
+        ),
     );
     let (status, accepted) = first.post(&key, "/v1/jobs", &job).await;
     assert!(status == 201 || status == 202, "{accepted}");
@@ -276,6 +285,40 @@ async fn a_restart_reattaches_to_a_job_mid_run() {
     let created = cluster.creations();
 
     let second = Service::start(&cfg, &cluster, port).await;
+    // From the takeover on, its pod is active in its pool, for its caller.
+    let small = |pools: &Value| {
+        pools["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["profile"] == "cpu-small")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut pool = Value::Null;
+    for _ in 0..300 {
+        let (status, pools) = second.get(&key, "/v1/pools").await;
+        assert_eq!(status, 200, "{pools}");
+        pool = small(&pools);
+        if pool["pods"]["active"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pool["pods"]["active"], 1, "{pool}");
+    let r1 = pool["callers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["caller"] == "r1")
+        .cloned();
+    assert_eq!(
+        r1.as_ref().map(|c| c["in_flight"].clone()),
+        Some(json!(1)),
+        "{pool}"
+    );
+    assert_eq!(get(second.base.clone()).await["state"], "running");
+    std::fs::write(&go, "").unwrap();
     let mut done = Value::Null;
     for _ in 0..300 {
         done = get(second.base.clone()).await;
@@ -296,6 +339,28 @@ async fn a_restart_reattaches_to_a_job_mid_run() {
         created,
         "the restarted service created no pod"
     );
+    // The event stream shows each line once, as the logs do: the lines the
+    // first leader stored are not announced again by the replay.
+    let stream = reqwest::Client::new()
+        .get(format!("{}/v1/jobs/{job_id}/events", second.base))
+        .bearer_auth(&key)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lines: Vec<String> = stream
+        .split("\n\n")
+        .filter(|block| block.lines().any(|l| l == "event: output"))
+        .filter_map(|block| {
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            let event: Value = serde_json::from_str(data).ok()?;
+            Some(event["line"].as_str()?.to_owned())
+        })
+        .collect();
+    assert_eq!(lines, ["before", "after"], "{stream}");
     // Idle adopted pods are the new leader's standby.
     let (status, pools) = second.get(&key, "/v1/pools").await;
     assert_eq!(status, 200);
@@ -306,6 +371,12 @@ async fn a_restart_reattaches_to_a_job_mid_run() {
         .map(|p| p["pods"]["standby"].as_u64().unwrap_or(0))
         .sum();
     assert!(standby >= 1, "{pools}");
+    // The job's end is any job's end: its pod is warm for its caller, and
+    // serves the caller's next job.
+    assert_eq!(small(&pools)["pods"]["active"], 0, "{pools}");
+    let next = second.run(&key, "r1").await;
+    assert_eq!(next["source"], "warm", "{next}");
+    assert_eq!(next["pods"], done["pods"], "{next}");
     second.running.abort();
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -366,14 +366,15 @@ impl Scheduler {
     async fn recover(&self, busy: &mut adopt::Busy) -> Result<(), hearth_store::Error> {
         let db = &self.inner.db;
         for row in hearth_store::job::unfinished(db).await? {
+            if let Some(held) = busy.remove(&row.job_id) {
+                self.resume(held);
+                continue;
+            }
             // Jobs accepted since this scheduler took the lead are its own.
             if self.state().jobs.contains_key(&row.job_id) {
                 continue;
             }
             if row.state != hearth_core::State::Queued {
-                if self.resume(&row, busy).await {
-                    continue;
-                }
                 let max = self.inner.settings.max_attempts as i32;
                 if hearth_store::job::requeue(db, self.epoch(), row.job_id, max).await? {
                     tracing::info!(job_id = %row.job_id, "re-queued a job whose pod was lost");
@@ -400,6 +401,9 @@ impl Scheduler {
                 }
             }
             self.submit(&row);
+        }
+        for (_, held) in busy.drain() {
+            self.let_go(held).await;
         }
         Ok(())
     }

@@ -229,8 +229,8 @@ struct Job {
     cancel: Arc<Notify>,
     /// Assigned whole and handed to [`run`].
     running: bool,
-    /// Re-attached after a takeover ([`adopt`]): its pods are outside the
-    /// pools until it ends.
+    /// Re-attached after a takeover ([`adopt`]) with its pods outside the
+    /// pools (its pool had no room for them) until it ends.
     adopted: bool,
 }
 
@@ -258,6 +258,8 @@ struct State {
     /// Idle pods a new leader adopted, handed to the pool being told of
     /// them ([`Decision::Adopted`]), in order.
     adopting: VecDeque<Pod>,
+    /// The pods of each running job adopted with them, by rank.
+    adopting_jobs: HashMap<JobId, VecDeque<Pod>>,
     /// GPUs each pool held over the last hour, while this replica leads.
     gpu_history: BTreeMap<String, VecDeque<GpuSample>>,
     /// Each caller's jobs in flight per profile: a caller across profiles

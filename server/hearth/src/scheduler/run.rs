@@ -264,7 +264,7 @@ impl Scheduler {
 
     /// Stops a job's pods that can no longer be trusted, and reports them gone
     /// once they are.
-    async fn drop_pods(&self, placement: &Placement, why: &str) {
+    pub(super) async fn drop_pods(&self, placement: &Placement, why: &str) {
         {
             let mut st = self.state();
             if let Some(pp) = st.pools.get_mut(&placement.profile) {

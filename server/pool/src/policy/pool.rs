@@ -504,8 +504,12 @@ impl Pool {
             Event::JobFinished { job } => self.job_finished(job, out),
             Event::PodReady { pod } => self.pod_ready(pod, out),
             Event::PodGone { pod } => self.pod_gone(pod),
-            Event::PodsAdopted { pods } => {
-                self.pods_adopted(pods, out);
+            Event::PodsAdopted { running, idle } => {
+                for req in running {
+                    // No room: left out, and the driver keeps it outside.
+                    let _ = self.job_adopted(req, out);
+                }
+                self.pods_adopted(idle, out);
                 Ok(())
             }
             Event::LoopBusy { caller, busy } => {
@@ -668,29 +672,7 @@ impl Pool {
         let tau = millis(self.cfg.budget.rate_window) as f64;
         let history = self.cfg.keep_alive.history as usize;
         self.arrivals.add(now, f64::from(req.pods), tau);
-        let caller = self
-            .callers
-            .entry(req.caller)
-            .or_insert_with(|| CallerState {
-                tenant: req.tenant,
-                pauses: Pauses::default(),
-                matched_ms: None,
-                basis: Basis::Default,
-                curve: Curve::default(),
-                cycle_ms: 0.0,
-                last_arrival: None,
-                last_end: None,
-                local_end: None,
-                last_burst: None,
-                periods: Pauses::default(),
-                rewarm_at: None,
-                size,
-                elsewhere: false,
-                in_flight: 0,
-                warm: Vec::new(),
-                queued: Vec::new(),
-                last_seen: now,
-            });
+        let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
         // A pause runs from the loop's last job end to the next job's
         // submission; with jobs in flight, here or in another pool, the
         // loop is not pausing.
@@ -794,6 +776,118 @@ impl Pool {
         } else {
             self.enqueue(req.job);
         }
+        Ok(())
+    }
+
+    /// The state of `caller`, new if the pool does not know it. (Of the
+    /// map alone, so that the configuration stays readable meanwhile.)
+    fn caller(
+        callers: &mut HashMap<CallerId, CallerState>,
+        now: Instant,
+        caller: CallerId,
+        tenant: TenantId,
+        size: Shares,
+    ) -> &mut CallerState {
+        callers.entry(caller).or_insert_with(|| CallerState {
+            tenant,
+            pauses: Pauses::default(),
+            matched_ms: None,
+            basis: Basis::Default,
+            curve: Curve::default(),
+            cycle_ms: 0.0,
+            last_arrival: None,
+            last_end: None,
+            local_end: None,
+            last_burst: None,
+            periods: Pauses::default(),
+            rewarm_at: None,
+            size,
+            elsewhere: false,
+            in_flight: 0,
+            warm: Vec::new(),
+            queued: Vec::new(),
+            last_seen: now,
+        })
+    }
+
+    /// A running job an earlier leader started, on pods it started: they
+    /// are active for it from now. On error nothing changed.
+    fn job_adopted(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let unplaceable = |why: &str| {
+            Err(Error::Unplaceable {
+                job: req.job,
+                why: why.to_owned(),
+            })
+        };
+        if self.jobs.contains_key(&req.job) {
+            return Err(Error::DuplicateJob(req.job));
+        }
+        let size = req.shares.unwrap_or(self.cfg.pod_shares);
+        if req.pods == 0 || !size.is_pod_size(self.cfg.shares_per_gpu) {
+            return unplaceable("not a job's pods");
+        }
+        if self.pods.len() as u32 + req.pods > self.cfg.max_pods {
+            return unplaceable("the pool holds as many pods as it may");
+        }
+        let mut placements = Vec::new();
+        for _ in 0..req.pods {
+            match self.inv.alloc(size.0, None) {
+                Some(p) => placements.push(p),
+                None => {
+                    for p in &placements {
+                        self.inv.release(p);
+                    }
+                    return unplaceable("no room left on the pool's GPUs");
+                }
+            }
+        }
+        let now = self.now;
+        let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
+        caller.in_flight += 1;
+        caller.last_seen = now;
+        // Demand, as for the leader that accepted it: the budget that keeps
+        // its pods warm after it is that of any job's.
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        self.arrivals.add(now, f64::from(req.pods), tau);
+        self.tenants
+            .entry(req.tenant)
+            .or_default()
+            .arrivals
+            .add(now, f64::from(req.pods), tau);
+        let mut held = Vec::new();
+        for placement in placements {
+            let pod = self.add_pod(PodState::Active(req.job), placement.clone(), size);
+            out.push(Decision::Adopted {
+                pod,
+                placement,
+                job: Some(req.job),
+            });
+            held.push(HeldPod {
+                pod,
+                source: Source::Cold,
+                reason: Reason::Adopted { caller: req.caller },
+            });
+        }
+        let key = Key {
+            priority: Reverse(req.priority),
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        self.jobs.insert(
+            req.job,
+            Job {
+                caller: req.caller,
+                tenant: req.tenant,
+                size,
+                pods: req.pods,
+                key,
+                queued_at: now,
+                held,
+                starting: Vec::new(),
+                enqueued: false,
+                running: true,
+            },
+        );
         Ok(())
     }
 
@@ -1154,7 +1248,11 @@ impl Pool {
                 placement.clone(),
                 self.cfg.pod_shares,
             );
-            out.push(Decision::Adopted { pod, placement });
+            out.push(Decision::Adopted {
+                pod,
+                placement,
+                job: None,
+            });
             ids.push(pod);
         }
         for pod in ids {
