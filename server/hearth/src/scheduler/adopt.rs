@@ -278,11 +278,16 @@ impl Scheduler {
             acquire_ms: row.acquire_ms.unwrap_or(0.0),
         };
         let running = row.state == JobState::Running;
+        let started_at = row
+            .started_at
+            .filter(|_| running)
+            .map(std::time::SystemTime::from);
         let (tenant_id, job_id) = (row.tenant_id, row.job_id);
         let this = self.clone();
         let spawned = self.spawn_job_task(async move {
             let resume = Resume {
                 running,
+                started_at,
                 shown: this.shown_lines(tenant_id, job_id).await,
             };
             let begin = Begin::Attach(resume);

@@ -176,6 +176,8 @@ pub(super) enum Begin {
 pub(super) struct Resume {
     /// The job's start was recorded already.
     pub(super) running: bool,
+    /// When it started, as recorded: its time runs from then.
+    pub(super) started_at: Option<SystemTime>,
     /// Output lines of this attempt already among the job's events, per
     /// rank and stream.
     pub(super) shown: std::collections::HashMap<(u32, Stream), usize>,
@@ -626,8 +628,12 @@ impl Scheduler {
         }
         drop(frames_tx);
 
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_secs(spec.timeout_s.into()) + AGENT_GRACE;
+        // A run re-attached to has used part of its time already (its agent
+        // counts from its own start).
+        let timeout = Duration::from_secs(spec.timeout_s.into());
+        let started_at = resume.as_ref().and_then(|r| r.started_at);
+        let left = time_left(timeout, started_at, SystemTime::now());
+        let deadline = tokio::time::Instant::now() + left + AGENT_GRACE;
         let head_max = settings.job_output_bytes;
         let full_max = settings.max_log_bytes as usize;
         let (mut out, mut err) = (Log::default(), Log::default());
@@ -919,6 +925,15 @@ fn topology(gang: bool, pods: &[Pod]) -> Option<Vec<Rank>> {
     )
 }
 
+/// What is left of a job's `timeout` at `now`: all of it until it started,
+/// none once it is spent (a clock that went back leaves all of it).
+fn time_left(timeout: Duration, started_at: Option<SystemTime>, now: SystemTime) -> Duration {
+    let used = started_at
+        .and_then(|t| now.duration_since(t).ok())
+        .unwrap_or_default();
+    timeout.saturating_sub(used)
+}
+
 /// How a rank's exchange opens: a new run, or an attach to job's run.
 enum Open {
     Run(Box<agent::Run>),
@@ -991,7 +1006,24 @@ fn exit_message(code: Option<i32>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::exit_message;
+    use std::time::{Duration, SystemTime};
+
+    use super::{exit_message, time_left};
+
+    #[test]
+    fn a_resumed_job_has_what_is_left_of_its_time() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let minute = Duration::from_secs(60);
+        assert_eq!(time_left(minute, None, t0), minute);
+        let at = |s| t0 + Duration::from_secs(s);
+        assert_eq!(time_left(minute, Some(t0), at(45)), Duration::from_secs(15));
+        assert_eq!(time_left(minute, Some(t0), at(90)), Duration::ZERO);
+        assert_eq!(
+            time_left(minute, Some(at(5)), t0),
+            minute,
+            "clock went back"
+        );
+    }
 
     #[test]
     fn exit_messages_read_like_a_shells() {
