@@ -28,6 +28,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+pub mod pod_status;
+
 /// One change, as a watch reports it.
 #[derive(Debug, Clone)]
 struct Change {
@@ -165,13 +167,15 @@ impl Inner {
         let image = pod["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap_or_default();
-        let waiting = |reason: &str, message: &str| {
-            json!({"phase": "Pending", "containerStatuses": [{"name": "agent", "image": image,
-                "imageID": "", "ready": false, "restartCount": 0,
-                "state": {"waiting": {"reason": reason, "message": message}}}]})
-        };
+        let waiting = |reason: &str, message: &str| pod_status::waiting(image, reason, message);
         if image.starts_with("pending/") {
             // No node takes it: it stays Pending until deleted.
+            self.set_status(
+                &name,
+                pod_status::unschedulable(
+                    "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+                ),
+            );
             return;
         }
         if image.starts_with("missing/") {
@@ -211,15 +215,7 @@ impl Inner {
         let addr: SocketAddr = format!("{ip}:{}", self.agent_port).parse().unwrap();
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                self.set_status(
-                    &name,
-                    json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-                           "conditions": [{"type": "PodScheduled", "status": "True"},
-                                          {"type": "Ready", "status": "True"}],
-                           "containerStatuses": [{"name": "agent", "image": image, "imageID": "",
-                               "ready": true, "restartCount": 0, "started": true,
-                               "state": {"running": {}}}]}),
-                );
+                self.set_status(&name, pod_status::ready(image, &ip));
                 return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -542,12 +538,7 @@ impl FakeCluster {
         if let Some(mut child) = lock(&self.inner.store).agents.remove(name) {
             let _ = child.start_kill();
         }
-        self.inner.set_status(
-            name,
-            json!({"phase": "Failed", "containerStatuses": [{"name": "agent", "image": "x",
-                "imageID": "", "ready": false, "restartCount": 0,
-                "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}),
-        );
+        self.inner.set_status(name, pod_status::oom_killed("x"));
     }
 
     /// What `meanwhile` does is never sent to the open watches; then they
