@@ -63,6 +63,15 @@ impl Service {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// A new tenant named `name`, as the admin API answers it.
+    async fn tenant(&self, name: &str) -> Value {
+        let (status, tenant) = self
+            .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": name}))
+            .await;
+        assert_eq!(status, 201, "{tenant}");
+        tenant
+    }
+
     async fn run(&self, key: &str, caller: &str) -> Value {
         let job = python_job(
             caller,
@@ -76,28 +85,26 @@ impl Service {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
+/// A fake cluster whose agents listen on the returned port and keep their
+/// files under the returned folder (new, named after the test).
+async fn fake_cluster(name: &str) -> (FakeCluster, u16, std::path::PathBuf) {
     hearth::cli::init_tracing(hearth::config::LogFormat::Text);
-    let root = std::env::temp_dir().join(format!("hearth-kube-e2e-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("hearth-kube-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     let port = hearth_tests::free_port();
     let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    (cluster, port, root)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
+    let (cluster, port, root) = fake_cluster("e2e").await;
     let mut cfg = config();
     cfg.standby_min = 1;
     cfg.standby_max = 1;
 
     let first = Service::start(&cfg, &cluster, port).await;
-    let (status, tenant) = reqwest::Client::new()
-        .post(format!("{}/v1/admin/tenants", first.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "kube"}))
-        .send()
-        .await
-        .map(|r| (r.status().as_u16(), r))
-        .expect("request");
-    assert_eq!(status, 201);
-    let tenant: Value = tenant.json().await.unwrap();
+    let tenant = first.tenant("kube").await;
     let key = tenant["api_key"].as_str().unwrap().to_owned();
     let tenant_id = tenant["tenant_id"].as_str().unwrap().to_owned();
 
@@ -157,11 +164,7 @@ async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
-    hearth::cli::init_tracing(hearth::config::LogFormat::Text);
-    let root = std::env::temp_dir().join(format!("hearth-kube-broken-{}", std::process::id()));
-    std::fs::create_dir_all(&root).unwrap();
-    let port = hearth_tests::free_port();
-    let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    let (cluster, port, root) = fake_cluster("broken").await;
     let profiles = root.join("profiles.json");
     std::fs::write(
         &profiles,
@@ -175,11 +178,10 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
     let mut cfg = config();
     cfg.profiles = Some(profiles);
     let service = Service::start(&cfg, &cluster, port).await;
-    let (status, tenant) = service
-        .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": "broken"}))
-        .await;
-    assert_eq!(status, 201, "{tenant}");
-    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let key = service.tenant("broken").await["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Every start fails at once (the image cannot be pulled): after a few
     // tries the job fails with the reason instead of waiting forever.
@@ -219,20 +221,15 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
 /// as standby in its pools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restart_reattaches_to_a_job_mid_run() {
-    hearth::cli::init_tracing(hearth::config::LogFormat::Text);
-    let root = std::env::temp_dir().join(format!("hearth-kube-resume-{}", std::process::id()));
-    std::fs::create_dir_all(&root).unwrap();
-    let port = hearth_tests::free_port();
-    let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    let (cluster, port, root) = fake_cluster("resume").await;
     let mut cfg = config();
     cfg.standby_min = 1;
     cfg.standby_max = 1;
     let first = Service::start(&cfg, &cluster, port).await;
-    let (status, tenant) = first
-        .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": "resume"}))
-        .await;
-    assert_eq!(status, 201, "{tenant}");
-    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let key = first.tenant("resume").await["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     // The job goes on once the test says so (the agents share this
     // machine's filesystem): the new leader is seen while it runs.
     let go = root.join("go");

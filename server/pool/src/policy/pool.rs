@@ -644,7 +644,9 @@ impl Pool {
 
     // ---- events ----------------------------------------------------------
 
-    fn job_queued(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+    /// The size of the pods of new job `req`, if the pool could ever hold
+    /// them.
+    fn check_request(&self, req: &Request) -> Result<Shares, Error> {
         let unplaceable = |why: &str| {
             Err(Error::Unplaceable {
                 job: req.job,
@@ -667,11 +669,14 @@ impl Pool {
         if req.pods > self.mode.fixed.unwrap_or(self.cfg.max_pods) {
             return unplaceable("it needs more pods than the pool may hold");
         }
+        Ok(size)
+    }
 
+    fn job_queued(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let size = self.check_request(&req)?;
         let now = self.now;
-        let tau = millis(self.cfg.budget.rate_window) as f64;
         let history = self.cfg.keep_alive.history as usize;
-        self.arrivals.add(now, f64::from(req.pods), tau);
+        self.arrived(&req);
         let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
         // A pause runs from the loop's last job end to the next job's
         // submission; with jobs in flight, here or in another pool, the
@@ -728,32 +733,7 @@ impl Pool {
             self.schedule_rewarm(req.caller, bind_at);
         }
 
-        self.tenants
-            .entry(req.tenant)
-            .or_default()
-            .arrivals
-            .add(now, f64::from(req.pods), tau);
-
-        let key = Key {
-            priority: Reverse(req.priority),
-            seq: self.next_seq,
-        };
-        self.next_seq += 1;
-        self.jobs.insert(
-            req.job,
-            Job {
-                caller: req.caller,
-                tenant: req.tenant,
-                size,
-                pods: req.pods,
-                key,
-                queued_at: now,
-                held: Vec::new(),
-                starting: Vec::new(),
-                enqueued: false,
-                running: false,
-            },
-        );
+        self.add_job(&req, size, Vec::new());
         self.take_warm(req.job);
         if self.mode.objective {
             const ALPHA: f64 = 1.0 / 256.0;
@@ -813,19 +793,13 @@ impl Pool {
     /// A running job an earlier leader started, on pods it started: they
     /// are active for it from now. On error nothing changed.
     fn job_adopted(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let size = self.check_request(&req)?;
         let unplaceable = |why: &str| {
             Err(Error::Unplaceable {
                 job: req.job,
                 why: why.to_owned(),
             })
         };
-        if self.jobs.contains_key(&req.job) {
-            return Err(Error::DuplicateJob(req.job));
-        }
-        let size = req.shares.unwrap_or(self.cfg.pod_shares);
-        if req.pods == 0 || !size.is_pod_size(self.cfg.shares_per_gpu) {
-            return unplaceable("not a job's pods");
-        }
         if self.pods.len() as u32 + req.pods > self.cfg.max_pods {
             return unplaceable("the pool holds as many pods as it may");
         }
@@ -847,13 +821,7 @@ impl Pool {
         caller.last_seen = now;
         // Demand, as for the leader that accepted it: the budget that keeps
         // its pods warm after it is that of any job's.
-        let tau = millis(self.cfg.budget.rate_window) as f64;
-        self.arrivals.add(now, f64::from(req.pods), tau);
-        self.tenants
-            .entry(req.tenant)
-            .or_default()
-            .arrivals
-            .add(now, f64::from(req.pods), tau);
+        self.arrived(&req);
         let mut held = Vec::new();
         for placement in placements {
             let pod = self.add_pod(PodState::Active(req.job), placement.clone(), size);
@@ -868,11 +836,31 @@ impl Pool {
                 reason: Reason::Adopted { caller: req.caller },
             });
         }
+        self.add_job(&req, size, held);
+        Ok(())
+    }
+
+    /// The job's pods count toward the pool's and its tenant's arrivals.
+    fn arrived(&mut self, req: &Request) {
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        let pods = f64::from(req.pods);
+        self.arrivals.add(self.now, pods, tau);
+        self.tenants
+            .entry(req.tenant)
+            .or_default()
+            .arrivals
+            .add(self.now, pods, tau);
+    }
+
+    /// Books job `req` of pods of `size`, next in its priority: running on
+    /// `held` when it holds pods already, else yet to be placed.
+    fn add_job(&mut self, req: &Request, size: Shares, held: Vec<HeldPod>) {
         let key = Key {
             priority: Reverse(req.priority),
             seq: self.next_seq,
         };
         self.next_seq += 1;
+        let running = !held.is_empty();
         self.jobs.insert(
             req.job,
             Job {
@@ -881,14 +869,13 @@ impl Pool {
                 size,
                 pods: req.pods,
                 key,
-                queued_at: now,
+                queued_at: self.now,
                 held,
                 starting: Vec::new(),
                 enqueued: false,
-                running: true,
+                running,
             },
         );
-        Ok(())
     }
 
     fn enqueue(&mut self, id: JobId) {

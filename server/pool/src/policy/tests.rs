@@ -1340,6 +1340,24 @@ fn a_loop_tells_each_pool_when_the_caller_runs_elsewhere() {
     assert_eq!(l.moved(&"b", false), vec![("a", false)]);
 }
 
+/// The pods `d` adopts for `job` (`None`: idle ones), each checked to
+/// hold `shares`.
+fn adopted(d: &[Decision], job: Option<JobId>, shares: u32) -> Vec<PodId> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Adopted {
+                pod,
+                placement,
+                job: j,
+            } if *j == job => {
+                assert_eq!(placement.shares(), shares, "{pod}");
+                Some(*pod)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn adopted_pods_stand_by_and_are_promoted_like_started_ones() {
     let mut c = cfg();
@@ -1359,20 +1377,7 @@ fn adopted_pods_stand_by_and_are_promoted_like_started_ones() {
         running: Vec::new(),
         idle: 4,
     });
-    let adopted: Vec<PodId> = d
-        .iter()
-        .filter_map(|d| match d {
-            Decision::Adopted {
-                pod,
-                placement,
-                job: None,
-            } => {
-                assert_eq!(placement.shares(), 1, "a standby share");
-                Some(*pod)
-            }
-            _ => None,
-        })
-        .collect();
+    let adopted = adopted(&d, None, 1);
     assert_eq!(adopted.len(), 3);
     assert!(starts(&d).is_empty(), "{d:?}");
     // Over the standby target of 2: the surplus goes.
@@ -1407,20 +1412,7 @@ fn an_adopted_running_job_holds_its_pods_active_then_warm_for_its_caller() {
         running: vec![gang],
         idle: 1,
     });
-    let adopted: Vec<PodId> = d
-        .iter()
-        .filter_map(|d| match d {
-            Decision::Adopted {
-                pod,
-                placement,
-                job: Some(JobId(7)),
-            } => {
-                assert_eq!(placement.shares(), S, "the job's size");
-                Some(*pod)
-            }
-            _ => None,
-        })
-        .collect();
+    let adopted = adopted(&d, Some(JobId(7)), S);
     assert_eq!(adopted.len(), 2, "{d:?}");
     assert!(starts(&d).is_empty() && assigns(&d).is_empty(), "{d:?}");
     let snap = f.pool.snapshot();
