@@ -212,7 +212,7 @@ impl Scheduler {
                         let caller = st.caller_id(r.row.tenant_id, &caller);
                         self.loop_moved(&mut st, caller, &profile, true, &mut actions);
                     } else {
-                        tracing::warn!(%job_id, %profile, "no room in the pool for a running job's pods; they stay outside it until it ends");
+                        tracing::warn!(%job_id, %profile, "the pool took none of a running job's pods (no room, or its profile is gone); they stay outside it until the job ends");
                     }
                     held.push((r, assigned, cancel));
                 }
