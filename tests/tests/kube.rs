@@ -51,6 +51,27 @@ impl Service {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    async fn get(&self, key: &str, path: &str) -> (u16, Value) {
+        let r = reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A new tenant named `name`, as the admin API answers it.
+    async fn tenant(&self, name: &str) -> Value {
+        let (status, tenant) = self
+            .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": name}))
+            .await;
+        assert_eq!(status, 201, "{tenant}");
+        tenant
+    }
+
     async fn run(&self, key: &str, caller: &str) -> Value {
         let job = python_job(
             caller,
@@ -64,28 +85,26 @@ impl Service {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
+/// A fake cluster whose agents listen on the returned port and keep their
+/// files under the returned folder (new, named after the test).
+async fn fake_cluster(name: &str) -> (FakeCluster, u16, std::path::PathBuf) {
     hearth::cli::init_tracing(hearth::config::LogFormat::Text);
-    let root = std::env::temp_dir().join(format!("hearth-kube-e2e-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("hearth-kube-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     let port = hearth_tests::free_port();
     let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    (cluster, port, root)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
+    let (cluster, port, root) = fake_cluster("e2e").await;
     let mut cfg = config();
     cfg.standby_min = 1;
     cfg.standby_max = 1;
 
     let first = Service::start(&cfg, &cluster, port).await;
-    let (status, tenant) = reqwest::Client::new()
-        .post(format!("{}/v1/admin/tenants", first.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "kube"}))
-        .send()
-        .await
-        .map(|r| (r.status().as_u16(), r))
-        .expect("request");
-    assert_eq!(status, 201);
-    let tenant: Value = tenant.json().await.unwrap();
+    let tenant = first.tenant("kube").await;
     let key = tenant["api_key"].as_str().unwrap().to_owned();
     let tenant_id = tenant["tenant_id"].as_str().unwrap().to_owned();
 
@@ -124,16 +143,20 @@ async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
     let left = cluster.pod_names().len();
     assert!(left >= 2, "{left}");
 
+    let before = cluster.pod_names();
     let second = Service::start(&cfg, &cluster, port).await;
+    // Its pools took the adopted idle pods as standby: the first handover
+    // needs no new pod (the pool may start one after, to refill).
     let three = second.run(&key, "c3").await;
-    assert_eq!(
-        cluster.creations(),
-        created,
-        "the restarted service created no pod"
+    assert_eq!(three["source"], "standby", "{three}");
+    let pod = three["pods"][0].as_str().unwrap();
+    assert!(
+        before.iter().any(|n| n == pod),
+        "{pod} was adopted: {before:?}"
     );
     assert!(
-        ["standby", "cold"].contains(&three["source"].as_str().unwrap()),
-        "{three}"
+        cluster.creations() <= created + 1,
+        "at most the refill of the standby it promoted"
     );
     second.running.abort();
     let _ = std::fs::remove_dir_all(&root);
@@ -141,11 +164,7 @@ async fn jobs_run_on_kubernetes_pods_and_a_restart_adopts_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
-    hearth::cli::init_tracing(hearth::config::LogFormat::Text);
-    let root = std::env::temp_dir().join(format!("hearth-kube-broken-{}", std::process::id()));
-    std::fs::create_dir_all(&root).unwrap();
-    let port = hearth_tests::free_port();
-    let cluster = FakeCluster::start(&agent_bin(), &root, port).await;
+    let (cluster, port, root) = fake_cluster("broken").await;
     let profiles = root.join("profiles.json");
     std::fs::write(
         &profiles,
@@ -159,11 +178,10 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
     let mut cfg = config();
     cfg.profiles = Some(profiles);
     let service = Service::start(&cfg, &cluster, port).await;
-    let (status, tenant) = service
-        .post(ADMIN_TOKEN, "/v1/admin/tenants", &json!({"name": "broken"}))
-        .await;
-    assert_eq!(status, 201, "{tenant}");
-    let key = tenant["api_key"].as_str().unwrap().to_owned();
+    let key = service.tenant("broken").await["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Every start fails at once (the image cannot be pulled): after a few
     // tries the job fails with the reason instead of waiting forever.
@@ -192,5 +210,170 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
     // The other profile is untouched.
     service.run(&key, "ok").await;
     service.running.abort();
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A broker restart with a job mid-run: the new leader keeps the busy pod
+/// (no new pod created), counts it active for the job's caller in its
+/// pools while the job runs, re-attaches to the run and records its end
+/// with its whole output, lines shown once (logs and event stream); the
+/// pod then stays warm for the caller, and the idle pods it adopted show
+/// as standby in its pools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restart_reattaches_to_a_job_mid_run() {
+    let (cluster, port, root) = fake_cluster("resume").await;
+    let mut cfg = config();
+    cfg.standby_min = 1;
+    cfg.standby_max = 1;
+    let first = Service::start(&cfg, &cluster, port).await;
+    let key = first.tenant("resume").await["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The job goes on once the test says so (the agents share this
+    // machine's filesystem): the new leader is seen while it runs.
+    let go = root.join("go");
+    let job = python_job(
+        "r1",
+        &format!(
+            "import json, os, time\n\
+             print('before', flush=True)\n\
+             for _ in range(600):\n    \
+                 if os.path.exists({go:?}): break\n    \
+                 time.sleep(0.1)\n\
+             print('after', flush=True)\n\
+             json.dump({{'done': True}}, open(os.environ['HEARTH_OUTPUT'], 'w'))"
+        ),
+    );
+    let (status, accepted) = first.post(&key, "/v1/jobs", &job).await;
+    assert!(status == 201 || status == 202, "{accepted}");
+    let job_id = accepted["id"].as_str().unwrap().to_owned();
+    let get = |base: String| {
+        let (key, job_id) = (key.clone(), job_id.clone());
+        async move {
+            reqwest::Client::new()
+                .get(format!("{base}/v1/jobs/{job_id}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let mut running = false;
+    for _ in 0..200 {
+        let j = get(first.base.clone()).await;
+        if j["state"] == "running" {
+            running = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(running, "the job runs");
+    // It printed its first line (the job sleeps 4 s after it).
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+
+    // The broker dies mid-run (its job tasks with it); the pods stay.
+    first.running.abort();
+    first.running.state.scheduler.halt();
+    drop(first);
+    let created = cluster.creations();
+
+    let second = Service::start(&cfg, &cluster, port).await;
+    // From the takeover on, its pod is active in its pool, for its caller.
+    let small = |pools: &Value| {
+        pools["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["profile"] == "cpu-small")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut pool = Value::Null;
+    for _ in 0..300 {
+        let (status, pools) = second.get(&key, "/v1/pools").await;
+        assert_eq!(status, 200, "{pools}");
+        pool = small(&pools);
+        if pool["pods"]["active"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pool["pods"]["active"], 1, "{pool}");
+    let r1 = pool["callers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["caller"] == "r1")
+        .cloned();
+    assert_eq!(
+        r1.as_ref().map(|c| c["in_flight"].clone()),
+        Some(json!(1)),
+        "{pool}"
+    );
+    assert_eq!(get(second.base.clone()).await["state"], "running");
+    std::fs::write(&go, "").unwrap();
+    let mut done = Value::Null;
+    for _ in 0..300 {
+        done = get(second.base.clone()).await;
+        if done["state"] == "succeeded" || done["state"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(done["output"], json!({"done": true}), "{done}");
+    assert_eq!(
+        done["stdout"], "before\nafter\n",
+        "the whole output, once: {done}"
+    );
+    assert_eq!(done["attempts"], 1, "not run again: {done}");
+    assert_eq!(
+        cluster.creations(),
+        created,
+        "the restarted service created no pod"
+    );
+    // The event stream shows each line once, as the logs do: the lines the
+    // first leader stored are not announced again by the replay.
+    let stream = reqwest::Client::new()
+        .get(format!("{}/v1/jobs/{job_id}/events", second.base))
+        .bearer_auth(&key)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lines: Vec<String> = stream
+        .split("\n\n")
+        .filter(|block| block.lines().any(|l| l == "event: output"))
+        .filter_map(|block| {
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            let event: Value = serde_json::from_str(data).ok()?;
+            Some(event["line"].as_str()?.to_owned())
+        })
+        .collect();
+    assert_eq!(lines, ["before", "after"], "{stream}");
+    // Idle adopted pods are the new leader's standby.
+    let (status, pools) = second.get(&key, "/v1/pools").await;
+    assert_eq!(status, 200);
+    let standby: u64 = pools["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pods"]["standby"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(standby >= 1, "{pools}");
+    // The job's end is any job's end: its pod is warm for its caller, and
+    // serves the caller's next job.
+    assert_eq!(small(&pools)["pods"]["active"], 0, "{pools}");
+    let next = second.run(&key, "r1").await;
+    assert_eq!(next["source"], "warm", "{next}");
+    assert_eq!(next["pods"], done["pods"], "{next}");
+    second.running.abort();
     let _ = std::fs::remove_dir_all(&root);
 }

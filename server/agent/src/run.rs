@@ -647,6 +647,7 @@ mod tests {
                 master_port: 1,
             }),
             max_log_bytes: 100,
+            detach_grace_ms: 0,
         };
         let env = job_env(
             &inside,

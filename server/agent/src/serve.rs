@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hearth_core::ErrorCode;
-use hearth_core::agent::{Envelope, Frame, PROTOCOL_VERSION, Request};
+use hearth_core::agent::{Envelope, Frame, PROTOCOL_VERSION, Request, constant_time_eq};
 
 use crate::args::{Args, Listen, SandboxKind};
 use crate::resident::Resident;
@@ -47,6 +47,20 @@ pub struct Agent {
     token: Option<String>,
     /// What the pod holds, for `status`.
     holds: Mutex<Holds>,
+    /// The last run, while a leader may still attach to it: running, or
+    /// ended with its final frame not yet delivered.
+    current: Mutex<Option<Current>>,
+}
+
+/// The run a leader may attach to.
+#[derive(Debug, Clone)]
+struct Current {
+    job_id: String,
+    out: Arc<Out>,
+    /// Cancels it.
+    cancel: Sender<Event>,
+    /// How long it goes on without a leader.
+    grace: Duration,
 }
 
 /// The binding a `status` request reports.
@@ -89,6 +103,7 @@ impl Agent {
             epoch: AtomicU64::new(0),
             token: None,
             holds: Mutex::new(Holds::default()),
+            current: Mutex::new(None),
             disk_quota: args.disk_mib.map(|mib| DiskQuota {
                 dirs: layout_dirs,
                 bytes: mib << 20,
@@ -174,6 +189,11 @@ impl Agent {
         if epoch < seen { Err(seen) } else { Ok(()) }
     }
 
+    /// The newest leadership epoch seen.
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
     /// Whether `offered` is this pod's token, compared in constant time (the
     /// time taken says nothing of how much of it matched).
     fn authorized(&self, offered: Option<&str>) -> bool {
@@ -188,6 +208,8 @@ impl Agent {
     /// The answer to `status`.
     fn status(&self) -> Frame {
         let holds = lock(&self.holds);
+        // A run whose end no leader has received yet still holds the pod.
+        let pending = lock(&self.current).as_ref().map(|c| c.job_id.clone());
         let mut envs: Vec<String> = std::fs::read_dir(&self.layout.venvs)
             .into_iter()
             .flatten()
@@ -196,8 +218,8 @@ impl Agent {
             .collect();
         envs.sort();
         Frame::Status {
-            busy: !holds.running.is_empty(),
-            job_id: holds.running.first().cloned(),
+            busy: !holds.running.is_empty() || pending.is_some(),
+            job_id: holds.running.first().cloned().or(pending),
             caller: holds.caller.clone(),
             envs,
         }
@@ -218,6 +240,8 @@ impl Agent {
         self.discard_residents();
         self.empty_job_dirs()?;
         lock(&self.holds).caller = None;
+        // Whatever the last run left undelivered is given up with the pod's files.
+        *lock(&self.current) = None;
         Ok(())
     }
 
@@ -242,15 +266,51 @@ impl Agent {
         }
         Ok(())
     }
+
+    /// Forgets run `out` once no leader can attach to it any more: its end
+    /// was delivered, or it was given up.
+    fn settle(&self, out: &Arc<Out>) {
+        let mut current = lock(&self.current);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(&c.out, out)) && out.settled() {
+            *current = None;
+        }
+    }
+
+    /// Hands run `job_id`'s stream to the connection `out` came in on;
+    /// returns the run and the link number of the new connection.
+    fn attach(&self, job_id: &str, out: &Out) -> Option<(Current, u64)> {
+        let current = lock(&self.current).clone()?;
+        if current.job_id != job_id {
+            return None;
+        }
+        let conn = out.take_conn()?;
+        let link = current.out.attach(conn)?;
+        Some((current, link))
+    }
 }
 
-/// Equal slices, in time that depends on their lengths only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// Follows the service's side of a run's connection (`link`, opened with
+/// leadership `epoch`): a line cancels the run, unless a newer leader was
+/// seen since (a stale leader cannot cancel what the new one took over);
+/// the connection closing starts the grace period, after which a run no
+/// leader attached to again is cancelled and given up.
+fn watch_link(agent: &Agent, mut reader: impl BufRead, current: &Current, link: u64, epoch: u64) {
+    let mut rest = String::new();
+    let read = reader.read_line(&mut rest);
+    if matches!(read, Ok(n) if n > 0) && agent.epoch() <= epoch {
+        let _ = current.cancel.send(Event::Cancel);
+        return;
     }
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
+    if !current.out.detach(link) {
+        return;
+    }
+    if !current.grace.is_zero() {
+        std::thread::sleep(current.grace);
+    }
+    if current.out.abandon(link) {
+        let _ = current.cancel.send(Event::Cancel);
+        agent.settle(&current.out);
+    }
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -324,9 +384,12 @@ impl Write for Conn {
     }
 }
 
-/// The write side of a connection, shared by the threads of one exchange.
-/// Frames are whole lines written under the mutex; nothing is written after
-/// the final frame.
+/// The write side of an exchange, shared by its threads. Frames are whole
+/// lines written under the mutex; nothing is written after the final frame.
+///
+/// A run's frames are also kept (they are bounded: the run's output is), so
+/// that the stream survives its connection: a leader that attaches gets
+/// them all, then the rest live, and the final frame is kept until one has.
 #[derive(Debug)]
 pub struct Out {
     inner: Mutex<OutInner>,
@@ -334,37 +397,139 @@ pub struct Out {
 
 #[derive(Debug)]
 struct OutInner {
-    conn: Conn,
+    /// The service's connection; `None` while no leader follows the run.
+    conn: Option<Conn>,
+    /// Which connection `conn` is: bumped at every attach.
+    link: u64,
+    /// The final frame was sent (or, for a run, kept).
     closed: bool,
+    /// A run's frames so far; `None` for other exchanges.
+    history: Option<Vec<Frame>>,
+    /// A run's final frame.
+    last: Option<Frame>,
+    /// The final frame reached a connection.
+    delivered: bool,
+    /// No leader attached within the grace period: the run is given up.
+    abandoned: bool,
 }
 
 impl Out {
-    fn new(conn: Conn) -> Self {
+    fn new(conn: Conn, keep: bool) -> Self {
         Out {
             inner: Mutex::new(OutInner {
-                conn,
+                conn: Some(conn),
+                link: 0,
                 closed: false,
+                history: keep.then(Vec::new),
+                last: None,
+                delivered: false,
+                abandoned: false,
             }),
         }
     }
 
-    /// Sends a frame; false when the exchange is over or the peer is gone.
+    /// Sends a frame (and keeps it, for a run); false when the exchange is
+    /// over or the peer is gone.
     pub fn send(&self, frame: &Frame) -> bool {
         let mut inner = lock(&self.inner);
         if inner.closed {
             return false;
         }
-        write_frame(&mut inner.conn, frame).is_ok()
+        if let Some(history) = &mut inner.history {
+            history.push(frame.clone());
+        }
+        let Some(conn) = &mut inner.conn else {
+            return false;
+        };
+        if write_frame(conn, frame).is_ok() {
+            return true;
+        }
+        // The leader is gone: its watcher starts the grace period.
+        if let Some(conn) = inner.conn.take() {
+            conn.shutdown();
+        }
+        false
     }
 
-    /// Sends the final frame and closes the connection.
+    /// Sends the final frame and closes the connection. A run keeps the
+    /// frame until a leader received it.
     fn finish(&self, frame: &Frame) {
         let mut inner = lock(&self.inner);
-        if !inner.closed {
-            let _ = write_frame(&mut inner.conn, frame);
-            inner.closed = true;
-            inner.conn.shutdown();
+        if inner.closed {
+            return;
         }
+        inner.closed = true;
+        if inner.history.is_some() {
+            inner.last = Some(frame.clone());
+        }
+        if let Some(mut conn) = inner.conn.take() {
+            inner.delivered = write_frame(&mut conn, frame).is_ok();
+            conn.shutdown();
+        }
+    }
+
+    /// The connection, taken for a run it attaches to.
+    fn take_conn(&self) -> Option<Conn> {
+        lock(&self.inner).conn.take()
+    }
+
+    /// Makes `conn` the run's connection: it gets every frame so far (and
+    /// the final one, if the run ended). Returns its link number; `None`
+    /// when the run's end was delivered already or it was given up.
+    fn attach(&self, mut conn: Conn) -> Option<u64> {
+        let mut inner = lock(&self.inner);
+        if inner.delivered || inner.abandoned || inner.history.is_none() {
+            return None;
+        }
+        if let Some(old) = inner.conn.take() {
+            // The last leader's connection no longer follows the run.
+            old.shutdown();
+        }
+        inner.link += 1;
+        let kept = inner.history.iter().flatten().chain(&inner.last);
+        let mut sent = kept.into_iter().try_for_each(|f| write_frame(&mut conn, f));
+        if sent.is_ok() {
+            sent = conn.flush();
+        }
+        if inner.closed {
+            inner.delivered = sent.is_ok() && inner.last.is_some();
+            conn.shutdown();
+        } else if sent.is_ok() {
+            inner.conn = Some(conn);
+        } else {
+            conn.shutdown();
+        }
+        Some(inner.link)
+    }
+
+    /// Connection `link` closed: the run has no leader now. False if
+    /// another connection took over, or the run's end was delivered.
+    fn detach(&self, link: u64) -> bool {
+        let mut inner = lock(&self.inner);
+        if inner.link != link || inner.delivered {
+            return false;
+        }
+        if let Some(conn) = inner.conn.take() {
+            conn.shutdown();
+        }
+        true
+    }
+
+    /// The grace period after connection `link` closed is over: true (and
+    /// the run is given up) when no leader attached meanwhile.
+    fn abandon(&self, link: u64) -> bool {
+        let mut inner = lock(&self.inner);
+        if inner.link != link || inner.delivered || inner.conn.is_some() {
+            return false;
+        }
+        inner.abandoned = true;
+        true
+    }
+
+    /// No leader can attach any more: the end was delivered, or given up.
+    fn settled(&self) -> bool {
+        let inner = lock(&self.inner);
+        inner.closed && (inner.delivered || inner.abandoned)
     }
 }
 
@@ -487,12 +652,14 @@ fn spawn_conn(agent: &Arc<Agent>, conn: Conn) {
 
 fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
     let mut reader = BufReader::new(conn.try_clone()?);
-    let out = Arc::new(Out::new(conn));
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Ok(());
     }
-    let request = match serde_json::from_str::<Envelope>(&line) {
+    let parsed = serde_json::from_str::<Envelope>(&line);
+    let keep = matches!(&parsed, Ok(e) if matches!(e.request, Request::Run(_)));
+    let out = Arc::new(Out::new(conn, keep));
+    let (epoch_seen, request) = match parsed {
         Ok(Envelope { token, .. }) if !agent.authorized(token.as_deref()) => {
             out.finish(&error_frame(
                 ErrorCode::AgentProtocol,
@@ -501,7 +668,7 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
             return Ok(());
         }
         Ok(Envelope { epoch, request, .. }) => match agent.admit(epoch) {
-            Ok(()) => request,
+            Ok(()) => (epoch, request),
             Err(seen) => {
                 out.finish(&error_frame(
                     ErrorCode::StaleEpoch,
@@ -518,29 +685,47 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
             return Ok(());
         }
     };
-    let prewarm = !matches!(request, Request::Ping | Request::Status);
+    let prewarm = !matches!(
+        request,
+        Request::Ping | Request::Status | Request::Attach { .. }
+    );
     let last = match request {
         Request::Ping => Frame::Pong {
             protocol: PROTOCOL_VERSION,
             sandbox: agent.sandbox.kind().name().to_owned(),
         },
         Request::Status => agent.status(),
+        Request::Attach { job_id } => {
+            let Some((current, link)) = agent.attach(&job_id, &out) else {
+                out.finish(&error_frame(
+                    ErrorCode::PodLost,
+                    format!("no run of job {job_id} to attach to"),
+                ));
+                return Ok(());
+            };
+            agent.settle(&current.out);
+            watch_link(agent, reader, &current, link, epoch_seen);
+            return Ok(());
+        }
         Request::Wipe => match agent.wipe() {
             Ok(()) => Frame::Wiped,
             Err(e) => error_frame(ErrorCode::WipeFailed, format!("wipe failed: {e}")),
         },
         Request::Run(job) => {
             let (events_tx, events) = mpsc::channel();
-            // Any further line from the service, or its side closing,
-            // cancels the job.
-            let cancel = events_tx.clone();
+            // Any further line from the service cancels the job; its side
+            // closing too, once the grace period passed without an attach.
+            let current = Current {
+                job_id: job.job_id.clone(),
+                out: Arc::clone(&out),
+                cancel: events_tx.clone(),
+                grace: Duration::from_millis(job.detach_grace_ms),
+            };
+            *lock(&agent.current) = Some(current.clone());
+            let watcher = Arc::clone(agent);
             std::thread::Builder::new()
                 .name("cancel-watch".into())
-                .spawn(move || {
-                    let mut rest = String::new();
-                    let _ = reader.read_line(&mut rest);
-                    let _ = cancel.send(Event::Cancel);
-                })?;
+                .spawn(move || watch_link(&watcher, reader, &current, 0, epoch_seen))?;
             let exchange = Exchange {
                 out: Arc::clone(&out),
                 events_tx,
@@ -563,6 +748,7 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         }
     };
     out.finish(&last);
+    agent.settle(&out);
     if prewarm {
         // Under the run lock: a run that started meanwhile ends with a sweep
         // of the cgroups, which would take a sandbox built during it along.
@@ -577,18 +763,5 @@ pub fn error_frame(code: ErrorCode, message: String) -> Frame {
         code,
         message,
         log: String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-        assert!(!constant_time_eq(b"", b"a"));
     }
 }

@@ -5,8 +5,11 @@
 //! the service writes one [`Request`] as a JSON line, and the agent answers with
 //! [`Frame`]s, one JSON line each, ending with a final frame
 //! ([`Frame::is_final`]). While a `run` is in progress, any further line from
-//! the service, or the service closing its side, cancels the job and kills its
-//! whole process tree.
+//! the service cancels the job and kills its whole process tree. The service
+//! closing its side cancels it too, unless the run asked for a grace period
+//! ([`Run::detach_grace_ms`]): then the job goes on, and a leader (a newer one
+//! after a takeover) may take its stream back with [`Request::Attach`]; a run
+//! no leader attaches to within the grace period is cancelled.
 
 use std::collections::BTreeMap;
 
@@ -15,8 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::job::{Deps, ErrorCode};
 
 /// Version of this protocol; an agent answers `ping` with it.
-/// Version 2 added the pod token on every request and the `status` op.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Version 2 added the pod token on every request and the `status` op;
+/// version 3 the `attach` op and the run's detach grace period.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Environment variable naming the file a job writes its JSON output to.
 pub const OUTPUT_ENV: &str = "HEARTH_OUTPUT";
@@ -56,6 +60,15 @@ pub enum Request {
     /// What the pod holds: answered by [`Frame::Status`]. A restarted
     /// leader asks every pod of its install before adopting it.
     Status,
+    /// Take over the stream of run `job_id` (a new leader after a takeover):
+    /// the agent answers with every frame of the run from its start (so
+    /// nothing is lost in between, and nothing is sent twice on this
+    /// stream), then follows it live as `run` does, the final frame
+    /// included; a later attach takes the stream over again. Refused with
+    /// `pod_lost` when the pod runs no such job (or its end was already
+    /// delivered). Like every request, refused for an older epoch: a
+    /// leader that lost the lease cannot take a run back.
+    Attach { job_id: String },
 }
 
 /// A job as the agent sees it: already validated, code already resolved.
@@ -81,6 +94,15 @@ pub struct Run {
     pub topology: Option<Rank>,
     /// Bytes of stdout (and, separately, stderr) streamed before truncation.
     pub max_log_bytes: u64,
+    /// How long the job goes on after the service's connection closes
+    /// without a cancel, waiting for a leader to [`Request::Attach`]; then
+    /// it is cancelled. 0 (the default) cancels it at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub detach_grace_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// This pod's place in a gang.
@@ -195,6 +217,16 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
         .into()
 }
 
+/// Equal byte strings, in time that depends on their lengths only (the time
+/// taken says nothing of how much of a secret matched).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
 /// The token of pod `pod_id`: an HMAC of its id under the install's secret,
 /// so a restarted leader recomputes it and no pod can compute another's.
 pub fn pod_token(install_secret: &[u8], pod_id: &str) -> String {
@@ -242,6 +274,27 @@ mod tests {
             serde_json::from_str(r#"{"op":"status","epoch":3,"token":"ab"}"#).unwrap();
         assert_eq!(signed.token.as_deref(), Some("ab"));
         assert_eq!(signed.request, Request::Status);
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+
+    #[test]
+    fn attach_names_its_run() {
+        let env: Envelope =
+            serde_json::from_str(r#"{"op":"attach","epoch":9,"job_id":"j1"}"#).unwrap();
+        assert_eq!(
+            env.request,
+            Request::Attach {
+                job_id: "j1".into()
+            }
+        );
+        assert_eq!(env.epoch, 9);
     }
 
     #[test]

@@ -192,6 +192,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
             max_log_bytes: config.max_log_bytes,
             job_output_bytes: config.job_output_bytes,
             pod_start_timeout: Duration::from_secs(config.pod_start_timeout_s),
+            reattach_grace: Duration::from_secs(config.reattach_grace_s),
             pools: config.pool_settings(gpus)?,
             history_step: config.pool_history_step()?,
             tracer: crate::telemetry::Tracer::current(),

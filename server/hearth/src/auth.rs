@@ -62,11 +62,7 @@ fn parse_key(token: &str) -> Option<(&str, &str)> {
 
 /// Constant-time equality of two hex digests.
 fn digest_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    hearth_core::agent::constant_time_eq(a.as_bytes(), b.as_bytes())
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -216,6 +216,14 @@ pub struct Config {
     #[arg(long, env = "HEARTH_POD_START_TIMEOUT_S", default_value_t = 30)]
     pub pod_start_timeout_s: u64,
 
+    /// Seconds an agent keeps running a job after the leader's connection
+    /// drops, waiting for a new leader to re-attach to it (a broker restart
+    /// or takeover with pods that outlive it, as on Kubernetes); a job no
+    /// leader re-attaches to within it is cancelled (and re-queued by the
+    /// next leader). 0 cancels at once.
+    #[arg(long, env = "HEARTH_REATTACH_GRACE_S", default_value_t = 60)]
+    pub reattach_grace_s: u64,
+
     /// Most Postgres connections this instance holds, all pools together:
     /// the main pool, the relaxed pool (`--db-relaxed-connections`) and the
     /// scheduler lease's own connection. Replicas times this must stay under

@@ -7,6 +7,10 @@
 //! the agent's build and of the local runtime's. It may not touch the store:
 //! what it knows of jobs arrives as [`Claim`]s.
 //!
+//! Why a start failed or a pod was lost is also written where cluster
+//! operators look: a Warning Event (events.k8s.io/v1) regarding the pod,
+//! best effort (see [`Inner::warn`]).
+//!
 //! Modules: [`spec`] (the Pod and Secret objects, name and quantity checks),
 //! [`status`] (reading a pod's status: ready, hopeless, gone and why).
 
@@ -18,13 +22,15 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
+use hearth_core::Profile;
 use hearth_core::agent::{Frame, pod_token};
 use hearth_runtime::{
     Adopted, Adoption, Claim, Error, Mechanism, Pod, PodEvent, PodSpec, Runtime, client,
 };
-use k8s_openapi::api::core::v1::{Pod as KubePod, Secret};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod as KubePod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::broadcast;
 
@@ -68,10 +74,30 @@ pub struct KubeConfig {
     pub unschedulable_timeout: Duration,
     /// How long an agent may take to answer during adoption.
     pub agent_timeout: Duration,
-    /// How long an adopted idle pod waits for a start of its profile before
-    /// it is deleted (the new leader's pools may want fewer pods).
-    pub spare_ttl: Duration,
+    /// The `reportingInstance` of the Events this runtime writes; `None`:
+    /// the host name (in a cluster, the broker's pod name).
+    pub instance: Option<String>,
 }
+
+/// The `reportingController` of the Events this runtime writes.
+pub const REPORTING_CONTROLLER: &str = "hearth.dev/broker";
+
+/// Event reasons and actions (CamelCase, as Kubernetes' own).
+mod pod_event {
+    /// A pod this runtime created will not become ready.
+    pub const START_FAILED: &str = "StartFailed";
+    /// A started pod went away: deleted, evicted, OOM-killed, its node
+    /// lost, or failed.
+    pub const POD_LOST: &str = "PodLost";
+    /// The action of [`START_FAILED`]: starting the pod.
+    pub const START: &str = "Start";
+    /// The action of [`POD_LOST`]: the pod is dropped from service (and
+    /// what is left of it deleted).
+    pub const DROP: &str = "Drop";
+}
+
+/// Most bytes of an Event's note (the API server's limit is 1 kB).
+const NOTE_MAX: usize = 1024;
 
 impl KubeConfig {
     pub fn new(namespace: &str, install: &str, secret: InstallSecret) -> Self {
@@ -87,7 +113,7 @@ impl KubeConfig {
             start_timeout: Duration::from_secs(600),
             unschedulable_timeout: Duration::from_secs(120),
             agent_timeout: Duration::from_secs(5),
-            spare_ttl: Duration::from_secs(300),
+            instance: None,
         }
     }
 }
@@ -103,22 +129,12 @@ struct Live {
     since: tokio::time::Instant,
 }
 
-/// An adopted idle pod waiting to serve a start of its profile.
-#[derive(Debug, Clone)]
-struct Spare {
-    name: String,
-    profile: String,
-    spec_hash: String,
-    pod: Pod,
-}
-
 #[derive(Default, Debug)]
 struct Pods {
     /// Kubernetes name -> what the service knows.
     live: HashMap<String, Live>,
     /// Service id -> Kubernetes name.
     names: HashMap<String, String>,
-    spares: Vec<Spare>,
 }
 
 struct Inner {
@@ -127,6 +143,8 @@ struct Inner {
     secrets_api: Api<Secret>,
     epoch: AtomicU64,
     events: broadcast::Sender<PodEvent>,
+    /// Writes Kubernetes Events regarding pods.
+    recorder: Recorder,
     pods: Mutex<Pods>,
 }
 
@@ -194,6 +212,18 @@ fn api_error(what: &str, e: &kube::Error) -> Error {
     }
 }
 
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn truncated(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
 impl KubeRuntime {
     /// A runtime on `client` (in-cluster configuration or `KUBECONFIG`: see
     /// [`kube::Client::try_default`]). Starts the watch over the install's
@@ -204,9 +234,18 @@ impl KubeRuntime {
             .map_err(|e| Error::StartFailed(format!("kubernetes settings: {e}")))?;
         let ns = cfg.template.namespace.clone();
         let (events, _) = broadcast::channel(1024);
+        let reporter = match &cfg.instance {
+            Some(instance) => Reporter {
+                controller: REPORTING_CONTROLLER.to_owned(),
+                instance: Some(instance.clone()),
+            },
+            // The host name: a pod's is its name.
+            None => Reporter::from(REPORTING_CONTROLLER),
+        };
         let inner = Arc::new(Inner {
             pods_api: Api::namespaced(client.clone(), &ns),
-            secrets_api: Api::namespaced(client, &ns),
+            secrets_api: Api::namespaced(client.clone(), &ns),
+            recorder: Recorder::new(client, reporter),
             cfg,
             epoch: AtomicU64::new(0),
             events,
@@ -272,7 +311,7 @@ async fn watch_install(inner: Weak<Inner>) {
                     .map(|(n, _)| n.clone())
                     .collect();
                 for name in missing {
-                    inner.vanished_name(&name, "deleted".to_owned());
+                    inner.vanished_name(&name, None, "deleted".to_owned());
                 }
             }
             Ok(Event::Apply(pod)) => {
@@ -291,18 +330,49 @@ impl Inner {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    fn vanished(self: &Arc<Self>, pod: &KubePod, reason: String) {
-        if let Some(name) = &pod.metadata.name {
-            self.vanished_name(name, reason);
+    /// A reference to pod `name` of this runtime's namespace.
+    fn pod_ref(&self, name: &str, uid: Option<&str>) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            name: Some(name.to_owned()),
+            namespace: Some(self.cfg.template.namespace.clone()),
+            uid: uid.map(str::to_owned),
+            ..ObjectReference::default()
         }
     }
 
-    /// A pod went away on its own: a started one is announced (once), and
-    /// whatever is left of it deleted.
-    fn vanished_name(self: &Arc<Self>, name: &str, reason: String) {
+    /// Writes a Warning Event regarding `pod`, in the background: best
+    /// effort, so that no start or loss waits for the API server or fails
+    /// because it refused (RBAC, quota); a refusal is logged.
+    fn warn(&self, pod: ObjectReference, reason: &'static str, action: &'static str, note: String) {
+        let event = KubeEvent {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: Some(truncated(note, NOTE_MAX)),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        let recorder = self.recorder.clone();
+        tokio::spawn(async move {
+            if let Err(e) = recorder.publish(&event, &pod).await {
+                let name = pod.name.unwrap_or_default();
+                tracing::warn!(pod = %name, reason = event.reason, error = %e, "writing a pod event failed");
+            }
+        });
+    }
+
+    fn vanished(self: &Arc<Self>, pod: &KubePod, reason: String) {
+        if let Some(name) = &pod.metadata.name {
+            self.vanished_name(name, pod.metadata.uid.as_deref(), reason);
+        }
+    }
+
+    /// A pod went away on its own: a started one is announced (once), with
+    /// an Event, and whatever is left of it deleted.
+    fn vanished_name(self: &Arc<Self>, name: &str, uid: Option<&str>, reason: String) {
         let gone = {
             let mut pods = lock(&self.pods);
-            pods.spares.retain(|s| s.name != name);
             match pods.live.get(name) {
                 Some(l) if l.started => {
                     let l = pods.live.remove(name).expect("present");
@@ -314,6 +384,12 @@ impl Inner {
         };
         if let Some(pod_id) = gone {
             tracing::warn!(pod = name, %reason, "pod lost");
+            self.warn(
+                self.pod_ref(name, uid),
+                pod_event::POD_LOST,
+                pod_event::DROP,
+                format!("pod lost: {reason}"),
+            );
             let _ = self.events.send(PodEvent::Gone { pod_id, reason });
             let this = Arc::clone(self);
             let name = name.to_owned();
@@ -339,50 +415,6 @@ impl Inner {
         }
     }
 
-    /// A spare of this profile, made from the same inputs, wiped for its
-    /// new life; `None` when there is none.
-    async fn take_spare(&self, spec: &PodSpec) -> Option<Pod> {
-        let hash = self.cfg.template.spec_hash(&spec.profile);
-        loop {
-            let spare = {
-                let mut pods = lock(&self.pods);
-                let i = pods
-                    .spares
-                    .iter()
-                    .position(|s| s.profile == spec.profile.name && s.spec_hash == hash)?;
-                let spare = pods.spares.swap_remove(i);
-                pods.live.insert(
-                    spare.name.clone(),
-                    Live {
-                        pod_id: spec.pod_id.clone(),
-                        started: true,
-                        since: tokio::time::Instant::now(),
-                    },
-                );
-                pods.names.insert(spec.pod_id.clone(), spare.name.clone());
-                spare
-            };
-            let wiped = client::wipe(&spare.pod.address, spare.pod.token.as_deref(), self.epoch());
-            match tokio::time::timeout(self.cfg.agent_timeout, wiped).await {
-                Ok(Ok(())) => {
-                    tracing::info!(pod = %spec.pod_id, adopted = %spare.name, "served a start from an adopted pod");
-                    return Some(Pod {
-                        pod_id: spec.pod_id.clone(),
-                        ..spare.pod
-                    });
-                }
-                _ => {
-                    {
-                        let mut pods = lock(&self.pods);
-                        pods.live.remove(&spare.name);
-                        pods.names.remove(&spec.pod_id);
-                    }
-                    self.delete(&spare.name).await;
-                }
-            }
-        }
-    }
-
     /// Starts a pod for `spec`. Its `labels` (tenant, pool) stay with the
     /// service: a Kubernetes pod carries install, pool and profile only.
     /// Its `gpu_devices` are the local runtime's: here the device plugin or
@@ -390,9 +422,6 @@ impl Inner {
     async fn start(self: &Arc<Self>, spec: PodSpec) -> Result<Pod, Error> {
         if lock(&self.pods).names.contains_key(&spec.pod_id) {
             return Err(Error::StartFailed(format!("pod {} exists", spec.pod_id)));
-        }
-        if let Some(pod) = self.take_spare(&spec).await {
-            return Ok(pod);
         }
         let name = spec.pod_id.clone();
         let object = self
@@ -474,9 +503,21 @@ impl Inner {
                 tracing::warn!(pod = name, error = %e, "the token Secret is not owned by its pod");
             }
         }
-        let ip = self.follow(name).await?;
-        let address = format!("tcp:{ip}:{}", self.cfg.template.agent_port);
-        self.ping(&address, &token).await?;
+        let ready = async {
+            let ip = self.follow(name).await?;
+            let address = format!("tcp:{ip}:{}", self.cfg.template.agent_port);
+            self.ping(&address, &token).await?;
+            Ok((ip, address))
+        };
+        // The pod exists from here: why it will not serve goes on it too.
+        let (ip, address) = ready.await.inspect_err(|e: &Error| {
+            let why = match e {
+                Error::StartFailed(why) => why.clone(),
+                other => other.to_string(),
+            };
+            let pod = self.pod_ref(name, created.metadata.uid.as_deref());
+            self.warn(pod, pod_event::START_FAILED, pod_event::START, why);
+        })?;
         Ok(Pod {
             pod_id: name.to_owned(),
             address,
@@ -603,7 +644,11 @@ impl Inner {
         }
     }
 
-    async fn adopt(self: &Arc<Self>, claims: Vec<Claim>) -> Result<Adoption, Error> {
+    async fn adopt(
+        self: &Arc<Self>,
+        profiles: Vec<Profile>,
+        claims: Vec<Claim>,
+    ) -> Result<Adoption, Error> {
         let lp = ListParams::default().labels(&self.cfg.template.selector());
         let list = self.pods_api.list(&lp).await.map_err(|e| {
             Error::Io(std::io::Error::other(format!(
@@ -614,6 +659,11 @@ impl Inner {
             .iter()
             .map(|c| (c.pod_id.as_str(), c.job_id.as_str()))
             .collect();
+        // What an idle pod of each profile must be made from to serve it now.
+        let hashes: HashMap<String, String> = profiles
+            .iter()
+            .map(|p| (p.name.clone(), self.cfg.template.spec_hash(p)))
+            .collect();
         let mut adoption = Adoption::default();
         for kpod in list.items {
             let Some(name) = kpod.metadata.name.clone() else {
@@ -622,10 +672,16 @@ impl Inner {
             if lock(&self.pods).live.contains_key(&name) {
                 continue;
             }
-            match self.examine(&name, &kpod, &claimed).await {
+            let made_as = kpod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(spec::SPEC_HASH_ANNOTATION));
+            match self.examine(&name, &kpod, &claimed, &hashes, made_as).await {
                 Some((adopted, busy)) => {
-                    let mut pods = lock(&self.pods);
-                    if busy {
+                    // Driven as if started here, under its own name.
+                    {
+                        let mut pods = lock(&self.pods);
                         pods.live.insert(
                             name.clone(),
                             Live {
@@ -635,20 +691,10 @@ impl Inner {
                             },
                         );
                         pods.names.insert(name.clone(), name.clone());
+                    }
+                    if busy {
                         adoption.busy.push(adopted);
                     } else {
-                        pods.spares.push(Spare {
-                            name: name.clone(),
-                            profile: adopted.profile.clone(),
-                            spec_hash: kpod
-                                .metadata
-                                .annotations
-                                .as_ref()
-                                .and_then(|a| a.get(spec::SPEC_HASH_ANNOTATION))
-                                .cloned()
-                                .unwrap_or_default(),
-                            pod: adopted.pod.clone(),
-                        });
                         adoption.standby.push(adopted);
                     }
                 }
@@ -657,30 +703,6 @@ impl Inner {
                     adoption.removed += 1;
                 }
             }
-        }
-        if !adoption.standby.is_empty() {
-            // Spares no start took in time go: a timer, not a loop.
-            let names: Vec<String> = adoption
-                .standby
-                .iter()
-                .map(|a| a.pod.pod_id.clone())
-                .collect();
-            let this = Arc::downgrade(self);
-            let ttl = self.cfg.spare_ttl;
-            tokio::spawn(async move {
-                tokio::time::sleep(ttl).await;
-                let Some(inner) = this.upgrade() else { return };
-                let expired: Vec<String> = {
-                    let mut pods = lock(&inner.pods);
-                    let (gone, kept) = pods.spares.drain(..).partition(|s| names.contains(&s.name));
-                    pods.spares = kept;
-                    gone.into_iter().map(|s: Spare| s.name).collect()
-                };
-                for name in expired {
-                    tracing::info!(pod = %name, "an adopted pod no start took is deleted");
-                    inner.delete(&name).await;
-                }
-            });
         }
         Ok(adoption)
     }
@@ -691,6 +713,8 @@ impl Inner {
         name: &str,
         kpod: &KubePod,
         claimed: &HashMap<&str, &str>,
+        hashes: &HashMap<String, String>,
+        made_as: Option<&String>,
     ) -> Option<(Adopted, bool)> {
         let Progress::Ready { ip } = status::progress(kpod) else {
             tracing::info!(pod = name, "not adopted: not ready");
@@ -739,6 +763,10 @@ impl Inner {
                 },
                 true,
             ));
+        }
+        if hashes.get(&profile) != made_as {
+            tracing::info!(pod = name, %profile, "not adopted: its profile is gone or made differently now");
+            return None;
         }
         // Idle: wiped, it is standby capacity (nothing of its last caller stays).
         let wiped = client::wipe(&pod.address, pod.token.as_deref(), self.epoch());
@@ -812,8 +840,12 @@ impl Runtime for KubeRuntime {
         self.inner.epoch.store(epoch, Ordering::SeqCst);
     }
 
-    fn adopt(&self, claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>> {
-        Box::pin(async move { self.inner.adopt(claims).await })
+    fn adopt(
+        &self,
+        profiles: Vec<Profile>,
+        claims: Vec<Claim>,
+    ) -> BoxFuture<'_, Result<Adoption, Error>> {
+        Box::pin(async move { self.inner.adopt(profiles, claims).await })
     }
 
     /// Pods outlive the service: the next leader adopts them.

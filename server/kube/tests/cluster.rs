@@ -52,8 +52,48 @@ impl Harness {
         let mut cfg = KubeConfig::new("hearth", "test", InstallSecret::new(SECRET));
         cfg.template.agent_port = self.port;
         cfg.start_timeout = Duration::from_secs(30);
+        cfg.instance = Some("broker-0".to_owned());
         KubeRuntime::new(self.cluster.client(), cfg).unwrap()
     }
+
+    /// The Event with `reason` regarding pod `name`, once written (they
+    /// are written in the background).
+    async fn event(&self, name: &str, reason: &str) -> serde_json::Value {
+        for _ in 0..200 {
+            let found = self
+                .cluster
+                .events()
+                .into_iter()
+                .find(|e| e["regarding"]["name"] == name && e["reason"] == reason);
+            if let Some(e) = found {
+                return e;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no {reason} event for {name}: {:?}", self.cluster.events());
+    }
+}
+
+/// The fields every Event of the runtime carries: a Warning regarding the
+/// pod, reported by the broker.
+fn assert_pod_warning(event: &serde_json::Value, name: &str, action: &str) {
+    assert_eq!(event["type"], "Warning", "{event}");
+    assert_eq!(event["action"], action, "{event}");
+    assert_eq!(event["reportingController"], "hearth.dev/broker", "{event}");
+    assert_eq!(event["reportingInstance"], "broker-0", "{event}");
+    assert_eq!(event["metadata"]["namespace"], "hearth", "{event}");
+    let regarding = &event["regarding"];
+    assert_eq!(
+        (
+            &regarding["apiVersion"],
+            &regarding["kind"],
+            &regarding["name"]
+        ),
+        (&"v1".into(), &"Pod".into(), &name.into()),
+        "{event}"
+    );
+    assert_eq!(regarding["namespace"], "hearth", "{event}");
+    assert!(event["eventTime"].is_string(), "{event}");
 }
 
 impl Drop for Harness {
@@ -86,6 +126,7 @@ fn job(id: &str, caller: &str, command: &[&str]) -> Run {
         timeout_ms: 30_000,
         topology: None,
         max_log_bytes: 64 << 10,
+        detach_grace_ms: 0,
     }
 }
 
@@ -93,18 +134,7 @@ async fn run_all(pod: &Pod, run: Run) -> Vec<Frame> {
     let mut ex = client::run(&pod.address, pod.token.as_deref(), 2, run)
         .await
         .unwrap();
-    let mut frames = Vec::new();
-    loop {
-        let f = tokio::time::timeout(Duration::from_secs(30), ex.next())
-            .await
-            .expect("frame in time")
-            .expect("frame");
-        let last = f.is_final();
-        frames.push(f);
-        if last {
-            return frames;
-        }
-    }
+    rest(&mut ex).await
 }
 
 async fn next_event(events: &mut tokio::sync::broadcast::Receiver<PodEvent>) -> PodEvent {
@@ -227,6 +257,11 @@ async fn a_pod_deleted_mid_job_is_reported_and_the_job_ends() {
     .await
     .unwrap();
     assert!(ended);
+    // Operators see it where they look: an Event on the pod.
+    let event = h.event("pod-del", "PodLost").await;
+    assert_pod_warning(&event, "pod-del", "Drop");
+    assert_eq!(event["regarding"]["uid"], "uid-pod-del");
+    assert_eq!(event["note"], "pod lost: deleted", "{event}");
 }
 
 #[tokio::test]
@@ -286,6 +321,45 @@ async fn an_image_that_cannot_be_pulled_fails_the_start_with_its_reason() {
         h.cluster.pod_names().is_empty(),
         "the failed pod is deleted"
     );
+    let event = h.event("pod-pull", "StartFailed").await;
+    assert_pod_warning(&event, "pod-pull", "Start");
+    assert_eq!(event["regarding"]["uid"], "uid-pod-pull");
+    let note = event["note"].as_str().unwrap();
+    assert!(note.contains("ErrImagePull: pull access denied"), "{event}");
+    assert_eq!(h.cluster.events().len(), 1, "one event, for the failure");
+}
+
+/// Events are best effort: an API server that refuses them (no RBAC for
+/// events.k8s.io) fails no start, and a failed start fails with the pod's
+/// own reason.
+#[tokio::test]
+async fn refused_events_fail_no_start() {
+    let h = Harness::new("no-events").await;
+    h.cluster.refuse_events();
+    let rt = h.runtime();
+    let mut s = spec("pod-refused");
+    s.profile.image = "missing/image:1".into();
+    let err = rt.start_pod(s).await.unwrap_err().to_string();
+    assert!(err.contains("ErrImagePull"), "{err}");
+    let pod = rt.start_pod(spec("pod-fine")).await.expect("started");
+    let frames = run_all(&pod, job("j", "t/c", &["true"])).await;
+    assert!(
+        matches!(
+            frames.last(),
+            Some(Frame::Exit {
+                exit_code: Some(0),
+                ..
+            })
+        ),
+        "{frames:?}"
+    );
+    let mut events = rt.subscribe();
+    h.cluster.delete("pod-fine");
+    assert!(matches!(
+        next_event(&mut events).await,
+        PodEvent::Gone { .. }
+    ));
+    assert!(h.cluster.events().is_empty());
 }
 
 #[tokio::test]
@@ -312,11 +386,39 @@ async fn a_pod_deleted_while_starting_fails_the_start() {
     let err = result.unwrap_err().to_string();
     assert!(err.contains("deleted while starting"), "{err}");
     assert!(h.cluster.secret_names().is_empty(), "its Secret goes too");
+    let event = h.event("pod-early", "StartFailed").await;
+    assert!(
+        event["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("deleted while starting")),
+        "{event}"
+    );
+    assert!(
+        !h.cluster.events().iter().any(|e| e["reason"] == "PodLost"),
+        "a pod that never started is not lost"
+    );
 }
 
-/// A restarted leader adopts the install's pods: idle ones (wiped) serve
-/// the next starts of their profile with no pod created; a busy pod no
-/// claim names is deleted; a claimed busy one is kept.
+/// Frames of an exchange until its final one.
+async fn rest(ex: &mut client::Exchange) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    loop {
+        let f = tokio::time::timeout(Duration::from_secs(30), ex.next())
+            .await
+            .expect("frame in time")
+            .expect("frame");
+        let last = f.is_final();
+        frames.push(f);
+        if last {
+            return frames;
+        }
+    }
+}
+
+/// A restarted leader adopts the install's pods: idle ones, wiped, are
+/// kept (the scheduler's pools take them as standby); a busy pod no claim
+/// names is deleted; a claimed busy one is kept, and the new leader
+/// re-attaches to its run while the old one can no longer.
 #[tokio::test]
 async fn a_restarted_leader_readopts_with_zero_new_creations() {
     let h = Harness::new("adopt").await;
@@ -341,8 +443,7 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
             ..
         })
     ));
-    // Two jobs still running when the leader goes (a new leader's agents
-    // would cancel them as their connections close; these hold theirs).
+    // Two jobs still running when the leader goes.
     let mut ex_busy = client::run(
         &busy.address,
         busy.token.as_deref(),
@@ -371,12 +472,15 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     let _ = idle;
 
     let second = h.runtime();
-    second.set_epoch(2);
+    second.set_epoch(3);
     let adoption = second
-        .adopt(vec![Claim {
-            job_id: "j-claimed".into(),
-            pod_id: "pod-claimed".into(),
-        }])
+        .adopt(
+            vec![spec("x").profile],
+            vec![Claim {
+                job_id: "j-claimed".into(),
+                pod_id: "pod-claimed".into(),
+            }],
+        )
         .await
         .unwrap();
     let mut standby: Vec<&str> = adoption
@@ -386,14 +490,13 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
         .collect();
     standby.sort();
     assert_eq!(standby, ["pod-idle", "pod-warm"]);
-    let warm_holding = &adoption
+    let adopted_warm = adoption
         .standby
         .iter()
         .find(|a| a.pod.pod_id == "pod-warm")
-        .unwrap()
-        .holding;
+        .unwrap();
     assert_eq!(
-        warm_holding.caller.as_deref(),
+        adopted_warm.holding.caller.as_deref(),
         Some("t/c1"),
         "the status op names the bound caller"
     );
@@ -408,69 +511,136 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     left.sort();
     assert_eq!(left, ["pod-claimed", "pod-idle", "pod-warm"]);
 
-    // The next two starts of the profile are served by the adopted pods.
-    let p1 = second.start_pod(spec("pod-new-1")).await.unwrap();
-    let p2 = second.start_pod(spec("pod-new-2")).await.unwrap();
-    assert_eq!(h.cluster.creations(), 4, "no pod created");
-    assert_eq!(
-        (p1.pod_id.as_str(), p2.pod_id.as_str()),
-        ("pod-new-1", "pod-new-2")
-    );
-    for p in [&p1, &p2] {
-        // Wiped: nothing the last caller left.
-        let frames = run_all(p, job("j-next", "t/c9", &["sh", "-c", "ls"])).await;
-        assert!(
-            !frames
-                .iter()
-                .any(|f| matches!(f, Frame::Line { line, .. } if line == "left-behind")),
-            "{frames:?}"
-        );
-        assert!(matches!(
-            frames.last(),
-            Some(Frame::Exit {
-                exit_code: Some(0),
-                ..
-            })
-        ));
-    }
-    // The old leader's epoch is refused now.
-    let stale = client::ping(&p1.address, p1.token.as_deref(), 1)
+    // An adopted pod serves as it is, wiped: nothing the last caller left.
+    let p = &adopted_warm.pod;
+    let mut next = job("j-next", "t/c9", &["sh", "-c", "ls"]);
+    next.job_id = "j-next".into();
+    let mut ex = client::run(&p.address, p.token.as_deref(), 3, next)
         .await
         .unwrap();
-    assert!(matches!(stale, Frame::Error { .. }), "{stale:?}");
-    // A third start creates a pod.
-    second.start_pod(spec("pod-new-3")).await.unwrap();
-    assert_eq!(h.cluster.creations(), 5);
-    // Stopping a pod served from an adopted one deletes the adopted pod.
-    second.stop_pod("pod-new-1").await.unwrap();
-    assert_eq!(h.cluster.pod_names().len(), 3);
+    let frames = rest(&mut ex).await;
+    assert!(
+        !frames
+            .iter()
+            .any(|f| matches!(f, Frame::Line { line, .. } if line == "left-behind")),
+        "{frames:?}"
+    );
+    assert_eq!(h.cluster.creations(), 4, "no pod created");
+
+    // The old leader's epoch can neither attach nor run.
+    let c = &adoption.busy[0].pod;
+    let mut stale = client::attach(&c.address, c.token.as_deref(), 2, "j-claimed")
+        .await
+        .unwrap();
+    assert!(
+        matches!(stale.next().await.unwrap(), Frame::Error { code, .. } if code.as_str() == "stale_epoch")
+    );
+    let mut stale_run = client::run(
+        &c.address,
+        c.token.as_deref(),
+        2,
+        job("j-x", "t/x", &["true"]),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        stale_run.next().await.unwrap(),
+        Frame::Error { .. }
+    ));
+    // The new leader takes the run over: its stream from the start.
+    let mut attached = client::attach(&c.address, c.token.as_deref(), 3, "j-claimed")
+        .await
+        .unwrap();
+    let mut lines = Vec::new();
+    while lines.is_empty() {
+        if let Frame::Line { line, .. } = attached.next().await.unwrap() {
+            lines.push(line);
+        }
+    }
+    assert_eq!(lines, ["started"]);
+    // The old leader's connection no longer follows the run, and a line
+    // from it cancels nothing.
+    let _ = ex_claimed.cancel().await;
+    assert!(ex_claimed.finish().await.is_err(), "the old stream is cut");
+    attached.cancel().await.unwrap();
+    let end = attached.finish().await.unwrap();
+    assert!(
+        matches!(
+            end,
+            Frame::Exit {
+                outcome: Outcome::Cancelled,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    // Stopping an adopted pod deletes it.
+    second.stop_pod("pod-warm").await.unwrap();
+    assert_eq!(h.cluster.pod_names().len(), 2);
 }
 
-/// Adopted idle pods no start takes within the spare TTL are deleted.
+/// A run goes on when its leader's connection drops, for the grace period
+/// it asked for: a leader that attaches within it gets every frame once,
+/// the end included (even an end reached while no leader followed); a run
+/// no leader attaches to is cancelled when it passes.
 #[tokio::test]
-async fn adopted_pods_no_start_takes_are_deleted_after_their_ttl() {
-    let h = Harness::new("ttl").await;
-    let first = h.runtime();
-    first.start_pod(spec("pod-s1")).await.unwrap();
-    first.start_pod(spec("pod-s2")).await.unwrap();
-    drop(first);
-    let mut cfg = KubeConfig::new("hearth", "test", InstallSecret::new(SECRET));
-    cfg.template.agent_port = h.port;
-    cfg.spare_ttl = Duration::from_millis(200);
-    let second = KubeRuntime::new(h.cluster.client(), cfg).unwrap();
-    let adoption = second.adopt(Vec::new()).await.unwrap();
-    assert_eq!(adoption.standby.len(), 2);
-    second.start_pod(spec("pod-n1")).await.unwrap();
+async fn a_run_outlives_its_leaders_connection_for_its_grace_period() {
+    let h = Harness::new("grace").await;
+    let rt = h.runtime();
+    let pod = rt.start_pod(spec("pod-grace")).await.unwrap();
+    let (address, token) = (pod.address.as_str(), pod.token.as_deref());
+    let mut run = job(
+        "j-grace",
+        "t/c1",
+        &[
+            "sh",
+            "-c",
+            "echo one; sleep 1; echo two; echo '{\"n\": 2}' > $HEARTH_OUTPUT",
+        ],
+    );
+    run.detach_grace_ms = 10_000;
+    let mut ex = client::run(address, token, 2, run).await.unwrap();
+    while !matches!(ex.next().await.unwrap(), Frame::Line { .. }) {}
+    drop(ex);
+    // The job ends while no leader follows it; its end waits for one.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let status = client::status(address, token, 3).await.unwrap();
+    assert!(status.busy, "an undelivered end holds the pod: {status:?}");
+    assert_eq!(status.job_id.as_deref(), Some("j-grace"));
+    let mut attached = client::attach(address, token, 3, "j-grace").await.unwrap();
+    let frames = rest(&mut attached).await;
+    let lines: Vec<&str> = frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Line { line, .. } => Some(line.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lines, ["one", "two"], "every line, once");
+    assert!(
+        matches!(frames.last(), Some(Frame::Exit { exit_code: Some(0), output: Some(o), .. }) if o["n"] == 2),
+        "{frames:?}"
+    );
+    assert!(!client::status(address, token, 3).await.unwrap().busy);
+    // Delivered: nothing left to attach to.
+    let mut again = client::attach(address, token, 3, "j-grace").await.unwrap();
+    assert!(
+        matches!(again.next().await.unwrap(), Frame::Error { code, .. } if code.as_str() == "pod_lost")
+    );
+
+    // No leader comes back: cancelled once the grace period passed.
+    let mut run = job("j-left", "t/c1", &["sh", "-c", "echo in; sleep 60"]);
+    run.detach_grace_ms = 300;
+    let mut ex = client::run(address, token, 3, run).await.unwrap();
+    while !matches!(ex.next().await.unwrap(), Frame::Line { .. }) {}
+    drop(ex);
+    let mut idle = false;
     for _ in 0..100 {
-        if h.cluster.pod_names().len() == 1 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if !client::status(address, token, 3).await.unwrap().busy {
+            idle = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(
-        h.cluster.pod_names().len(),
-        1,
-        "the spare no start took is gone"
-    );
-    assert_eq!(h.cluster.creations(), 2);
+    assert!(idle, "the run was given up");
 }

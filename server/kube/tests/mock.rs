@@ -4,6 +4,13 @@
 //! watch answered 410 Gone and the re-list that follows, and a pod's agent
 //! answering over TCP with its token.
 
+#[path = "fake_api/pod_status.rs"]
+#[allow(
+    dead_code,
+    reason = "the fake kubelet's statuses, not all of them mocked here"
+)]
+mod pod_status;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -116,8 +123,7 @@ fn pod(name: &str, rv: u32, status: Value) -> Value {
 }
 
 fn ready(ip: &str) -> Value {
-    json!({"phase": "Running", "podIP": ip,
-           "conditions": [{"type": "Ready", "status": "True"}]})
+    pod_status::ready("x", ip)
 }
 
 fn pending() -> Value {
@@ -424,9 +430,12 @@ async fn a_start_watch_answered_410_gone_relists_and_goes_on() {
     assert_eq!(lists, 2, "{calls:?}");
 }
 
-#[tokio::test]
-async fn a_pod_that_cannot_pull_its_image_fails_fast_and_is_deleted() {
+/// Starts pod `name`, which the API server lists with `status` and whose
+/// watch then says nothing more; returns the start's error and the
+/// requests made.
+async fn failed_start(name: &str, status: Value) -> (String, Vec<String>) {
     let (rt, handle) = runtime(1);
+    let listed = list(5, vec![pod(name, 5, status)]);
     let seen = serve(handle, move |s| {
         if let Some(a) = install_watch(s) {
             return a;
@@ -437,28 +446,20 @@ async fn a_pod_that_cannot_pull_its_image_fails_fast_and_is_deleted() {
                 created["metadata"]["resourceVersion"] = json!("5");
                 Some((201, created.to_string()))
             }
-            ("GET", _) if !s.is_watch() => Some((
-                200,
-                list(
-                    5,
-                    vec![pod(
-                        "pod-4",
-                        5,
-                        json!({
-                    "phase": "Pending",
-                    "containerStatuses": [{"name": "agent", "image": "x", "imageID": "", "ready": false,
-                        "restartCount": 0, "state": {"waiting": {"reason": "ErrImagePull",
-                        "message": "pull access denied"}}}]}),
-                    )],
-                ),
-            )),
+            ("GET", _) if !s.is_watch() => Some((200, listed.clone())),
             ("DELETE", _) => Some((200, "{}".into())),
             _ => None,
         }
     });
-    let err = rt.start_pod(spec("pod-4")).await.unwrap_err().to_string();
+    let err = rt.start_pod(spec(name)).await.unwrap_err().to_string();
+    (err, non_watch(&seen))
+}
+
+#[tokio::test]
+async fn a_pod_that_cannot_pull_its_image_fails_fast_and_is_deleted() {
+    let pulling = pod_status::waiting("x", "ErrImagePull", "pull access denied");
+    let (err, calls) = failed_start("pod-4", pulling).await;
     assert!(err.contains("ErrImagePull: pull access denied"), "{err}");
-    let calls = non_watch(&seen);
     assert!(
         calls.contains(&"DELETE /api/v1/namespaces/hearth/pods/pod-4".to_owned()),
         "{calls:?}"
@@ -467,36 +468,8 @@ async fn a_pod_that_cannot_pull_its_image_fails_fast_and_is_deleted() {
 
 #[tokio::test]
 async fn an_unschedulable_pod_fails_after_its_timeout() {
-    let (rt, handle) = runtime(1);
-    let _seen = serve(handle, move |s| {
-        if let Some(a) = install_watch(s) {
-            return a;
-        }
-        match (s.method.as_str(), s.path.as_str()) {
-            ("POST", _) => {
-                let mut created = s.body.clone();
-                created["metadata"]["resourceVersion"] = json!("5");
-                Some((201, created.to_string()))
-            }
-            ("GET", _) if !s.is_watch() => Some((
-                200,
-                list(
-                    5,
-                    vec![pod(
-                        "pod-5",
-                        5,
-                        json!({
-                    "phase": "Pending",
-                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                        "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}),
-                    )],
-                ),
-            )),
-            ("DELETE", _) => Some((200, "{}".into())),
-            _ => None,
-        }
-    });
-    let err = rt.start_pod(spec("pod-5")).await.unwrap_err().to_string();
+    let full = pod_status::unschedulable("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.");
+    let (err, _) = failed_start("pod-5", full).await;
     assert!(
         err.contains("unschedulable") && err.contains("Insufficient nvidia.com/gpu"),
         "{err}"

@@ -56,6 +56,7 @@ async fn a_pod_on_a_real_cluster_starts_answers_and_stops() {
         timeout_ms: 60_000,
         topology: None,
         max_log_bytes: 1 << 16,
+        detach_grace_ms: 0,
     };
     let last = client::run(&pod.address, pod.token.as_deref(), 0, run)
         .await

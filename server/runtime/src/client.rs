@@ -136,6 +136,21 @@ pub async fn run(
     Exchange::open(address, token, epoch, Request::Run(Box::new(run))).await
 }
 
+/// Takes over the stream of run `job_id` (a new leader): every frame of
+/// the run from its start, then the rest live; read them from the returned
+/// exchange. An agent running no such job answers with an error frame.
+pub async fn attach(
+    address: &str,
+    token: Option<&str>,
+    epoch: u64,
+    job_id: &str,
+) -> Result<Exchange, Error> {
+    let request = Request::Attach {
+        job_id: job_id.to_owned(),
+    };
+    Exchange::open(address, token, epoch, request).await
+}
+
 /// Wipes the pod clean.
 pub async fn wipe(address: &str, token: Option<&str>, epoch: u64) -> Result<(), Error> {
     match Exchange::open(address, token, epoch, Request::Wipe)

@@ -96,8 +96,9 @@ pub struct Adopted {
 /// What [`Runtime::adopt`] did with the pods an earlier run left.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Adoption {
-    /// Idle pods, wiped: standby capacity. The runtime serves the next
-    /// `start_pod` of their profile from them, without creating a pod.
+    /// Idle pods, wiped: standby capacity for the scheduler's pools. The
+    /// runtime drives them as if it had started them (under their own
+    /// names as pod ids): stopping one deletes it, losing one is announced.
     pub standby: Vec<Adopted>,
     /// Busy pods running the job their claim names.
     pub busy: Vec<Adopted>,
@@ -164,10 +165,15 @@ pub trait Runtime: Send + Sync + fmt::Debug + 'static {
     fn set_epoch(&self, epoch: u64);
 
     /// Takes over the pods an earlier run of the service left: asks each
-    /// agent its status, keeps idle ones (wiped) as standby, keeps busy ones
+    /// agent its status, keeps idle ones (wiped) of a configured profile,
+    /// made as `profiles` would make them now, as standby, keeps busy ones
     /// that a `claims` entry says run that job, and deletes the rest. A
     /// runtime whose pods die with the service (local) removes them all.
-    fn adopt(&self, claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>>;
+    fn adopt(
+        &self,
+        profiles: Vec<Profile>,
+        claims: Vec<Claim>,
+    ) -> BoxFuture<'_, Result<Adoption, Error>>;
 
     /// The service is stopping. Pods that die with it (local) are removed;
     /// pods that outlive it (Kubernetes) stay for the next leader to adopt.

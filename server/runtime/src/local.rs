@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use hearth_core::Profile;
 use hearth_core::agent::Frame;
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
@@ -834,7 +835,11 @@ impl Runtime for LocalRuntime {
 
     /// Local pods die with the service that started them: whatever an
     /// earlier run left is removed, never adopted.
-    fn adopt(&self, _claims: Vec<Claim>) -> BoxFuture<'_, Result<Adoption, Error>> {
+    fn adopt(
+        &self,
+        _profiles: Vec<Profile>,
+        _claims: Vec<Claim>,
+    ) -> BoxFuture<'_, Result<Adoption, Error>> {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
             let removed = tokio::task::spawn_blocking(move || inner.remove_orphans())
@@ -848,7 +853,7 @@ impl Runtime for LocalRuntime {
     }
 
     fn shutdown(&self) -> BoxFuture<'_, Result<(), Error>> {
-        Box::pin(async move { self.adopt(Vec::new()).await.map(drop) })
+        Box::pin(async move { self.adopt(Vec::new(), Vec::new()).await.map(drop) })
     }
 }
 

@@ -90,7 +90,9 @@ impl Drop for Harness {
                     .build()
                     .unwrap();
                 let rt = LocalRuntime::new(cfg).unwrap();
-                tokio.block_on(rt.adopt(Vec::new())).map(|a| a.removed)
+                tokio
+                    .block_on(rt.adopt(Vec::new(), Vec::new()))
+                    .map(|a| a.removed)
             });
             let _ = cleanup.join();
         }
@@ -133,6 +135,7 @@ fn job(command: &[&str]) -> Run {
         timeout_ms: 20_000,
         topology: None,
         max_log_bytes: 64 * 1024,
+        detach_grace_ms: 0,
     }
 }
 
@@ -1175,7 +1178,7 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
     assert!(is_running(pid));
 
     let fresh = LocalRuntime::new(config(&state, None)).unwrap();
-    let removed = fresh.adopt(Vec::new()).await.unwrap().removed;
+    let removed = fresh.adopt(Vec::new(), Vec::new()).await.unwrap().removed;
     assert!(removed >= 1, "removed {removed}");
     assert!(!dir.exists());
     assert!(cgroups.iter().all(|d| !d.exists()));
@@ -1185,7 +1188,10 @@ async fn remove_orphans_cleans_up_after_a_crashed_runtime() {
         "the orphan's job survived"
     );
     drop(ex);
-    assert_eq!(fresh.adopt(Vec::new()).await.unwrap().removed, 0);
+    assert_eq!(
+        fresh.adopt(Vec::new(), Vec::new()).await.unwrap().removed,
+        0
+    );
     let _ = std::fs::remove_dir_all(&state);
 }
 

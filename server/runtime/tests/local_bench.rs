@@ -94,6 +94,7 @@ async fn bench_cold_start_and_warm_jobs() {
                 timeout_ms: 10_000,
                 topology: None,
                 max_log_bytes: 65536,
+                detach_grace_ms: 0,
             };
             let t = Instant::now();
             let last = client::run(&pod.address, pod.token.as_deref(), 0, run)

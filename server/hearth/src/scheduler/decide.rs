@@ -214,6 +214,55 @@ impl Scheduler {
                 let runtime_id = slot.runtime_id.clone();
                 self.record(tenant, Some(&runtime_id), profile, "promote", None, why);
             }
+            Decision::Adopted {
+                pod,
+                placement,
+                job,
+            } => {
+                let next = match job {
+                    Some(j) => st.adopting_jobs.get_mut(&j).and_then(VecDeque::pop_front),
+                    None => st.adopting.pop_front(),
+                };
+                let Some(adopted) = next else {
+                    return;
+                };
+                let running = job.and_then(|j| st.job_tenant(j));
+                let why = match running {
+                    Some(_) => json!({
+                        "code": "adopted",
+                        "message": "a pod an earlier leader started, running a job this leader re-attached to, taken over as active",
+                        "placement": placement,
+                    }),
+                    None => json!({
+                        "code": "adopted",
+                        "message": "a pod an earlier leader started, idle and wiped, taken over as standby",
+                        "placement": placement,
+                    }),
+                };
+                let (tenant, job_id) = (running.map(|(_, t)| t), running.map(|(j, _)| j));
+                let kind = if running.is_some() { "assign" } else { "ready" };
+                self.record(tenant, Some(&adopted.pod_id), profile, kind, job_id, why);
+                if let Some((uuid, _)) = running
+                    && let Some(j) = st.jobs.get_mut(&uuid)
+                {
+                    j.assigned.push((pod, Source::Cold, run::Why::default()));
+                }
+                let Some(pp) = st.pools.get_mut(profile) else {
+                    return;
+                };
+                pp.by_runtime.insert(adopted.pod_id.clone(), pod);
+                pp.slots.insert(
+                    pod,
+                    Slot {
+                        runtime_id: adopted.pod_id.clone(),
+                        pod: Some(adopted),
+                        placement,
+                        phase: running.map_or(Phase::Ready, |(j, _)| Phase::Busy(j)),
+                        tenant,
+                        wipe: false,
+                    },
+                );
+            }
             Decision::Reset { pod, reason } => {
                 if let Some(slot) = self.record_pod(st, profile, pod, "reset", &reason) {
                     slot.tenant = None;

@@ -242,29 +242,15 @@ impl Scheduler {
         self.inner.leadership.store(epoch, Ordering::SeqCst);
         self.inner.runtime.set_epoch(epoch as u64);
         tracing::info!(epoch, "leadership epoch");
-        // Pods an earlier leader left: the runtime keeps what it can prove
-        // idle (standby capacity it serves the next starts of their profile
-        // from) and deletes the rest. No claims: the exchanges of jobs that
-        // ran under the last leader ended with it (an agent cancels a run
-        // whose connection closes), and `recover` re-queues those jobs.
-        match self.inner.runtime.adopt(Vec::new()).await {
-            Ok(a) if a.removed == 0 && a.standby.is_empty() && a.busy.is_empty() => {}
-            Ok(a) => tracing::info!(
-                standby = a.standby.len(),
-                busy = a.busy.len(),
-                removed = a.removed,
-                "took over the pods an earlier run left"
-            ),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not take over the pods an earlier run left")
-            }
-        }
+        // Pods an earlier leader left: idle ones join the pools as standby,
+        // and the jobs still running on busy ones are re-attached to.
+        let mut busy = self.take_over_pods().await;
         self.load_budgets().await;
         let mut pod_events = self.inner.runtime.subscribe();
         self.state().leading = true;
         self.inner.metrics.set_leader(true);
         self.tick_all();
-        while let Err(e) = self.recover().await {
+        while let Err(e) = self.recover(&mut busy).await {
             tracing::error!(error = %e, "recovery failed; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
@@ -373,12 +359,17 @@ impl Scheduler {
         }
     }
 
-    /// Rebuilds the queue from the store. Jobs that held pods when the last
-    /// leader stopped lost them: they are re-queued while they have attempts
-    /// left, else failed with `pod_lost`.
-    async fn recover(&self) -> Result<(), hearth_store::Error> {
+    /// Rebuilds the queue from the store. Jobs still running on the pods
+    /// adopted `busy` are re-attached to; the other jobs that held pods when
+    /// the last leader stopped lost them: they are re-queued while they have
+    /// attempts left, else failed with `pod_lost`.
+    async fn recover(&self, busy: &mut adopt::Busy) -> Result<(), hearth_store::Error> {
         let db = &self.inner.db;
         for row in hearth_store::job::unfinished(db).await? {
+            if let Some(held) = busy.remove(&row.job_id) {
+                self.resume(held);
+                continue;
+            }
             // Jobs accepted since this scheduler took the lead are its own.
             if self.state().jobs.contains_key(&row.job_id) {
                 continue;
@@ -410,6 +401,9 @@ impl Scheduler {
                 }
             }
             self.submit(&row);
+        }
+        for (_, held) in busy.drain() {
+            self.let_go(held).await;
         }
         Ok(())
     }

@@ -33,6 +33,7 @@
 //!
 //! It may not touch HTTP; handlers read it through the view methods.
 
+mod adopt;
 mod decide;
 mod gpu;
 mod leader;
@@ -108,6 +109,9 @@ pub struct Settings {
     pub max_log_bytes: u64,
     pub job_output_bytes: usize,
     pub pod_start_timeout: Duration,
+    /// How long an agent keeps a job running without its leader, for a new
+    /// leader to re-attach (`HEARTH_REATTACH_GRACE_S`).
+    pub reattach_grace: Duration,
     pub pools: PoolSettings,
     /// How often the leader samples the GPUs each pool holds (an hour of
     /// samples is kept).
@@ -225,6 +229,9 @@ struct Job {
     cancel: Arc<Notify>,
     /// Assigned whole and handed to [`run`].
     running: bool,
+    /// Re-attached after a takeover ([`adopt`]) with its pods outside the
+    /// pools (its pool had no room for them) until it ends.
+    adopted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -248,6 +255,11 @@ struct State {
     /// While a pickup scan runs: the jobs that ended meanwhile, which the
     /// scan may have seen queued but must not queue again.
     scanning: Option<HashSet<Uuid>>,
+    /// Idle pods a new leader adopted, handed to the pool being told of
+    /// them ([`Decision::Adopted`]), in order.
+    adopting: VecDeque<Pod>,
+    /// The pods of each running job adopted with them, by rank.
+    adopting_jobs: HashMap<JobId, VecDeque<Pod>>,
     /// GPUs each pool held over the last hour, while this replica leads.
     gpu_history: BTreeMap<String, VecDeque<GpuSample>>,
     /// Each caller's jobs in flight per profile: a caller across profiles
@@ -696,6 +708,7 @@ impl Scheduler {
                 covered_at: None,
                 cancel: Arc::new(Notify::new()),
                 running: false,
+                adopted: false,
             },
         );
         if let Err(e) = self.feed(st, &profile, Event::JobQueued(request), actions) {
@@ -752,6 +765,9 @@ impl Scheduler {
             ended.insert(job_id);
         }
         st.job_ids.remove(&job.id);
+        if job.adopted {
+            return;
+        }
         let profile = job.queued.spec.profile.clone();
         if let Some(pp) = st.pools.get_mut(&profile) {
             for slot in pp.slots.values_mut() {

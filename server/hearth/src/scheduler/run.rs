@@ -76,7 +76,7 @@ pub(super) struct Placement {
 const AGENT_GRACE: Duration = Duration::from_secs(15);
 
 /// How a job's time on its pods ended.
-enum Ending {
+pub(super) enum Ending {
     /// The job was cancelled or taken elsewhere before it was assigned here.
     NotAssigned,
     /// The job reached a final state; `pods_ok` says whether its pods may stay warm.
@@ -161,12 +161,34 @@ async fn store_end(
     Ok(row)
 }
 
+/// How a job's exchange with its pods begins.
+pub(super) enum Begin {
+    /// Bind and run it, with these files.
+    Run(BTreeMap<String, String>),
+    /// Re-attach to the run an earlier leader started (see [`Resume`]).
+    Attach(Resume),
+}
+
+/// What a new leader knows of a run it re-attaches to: the agent replays
+/// the run from its start, so the job's logs are rebuilt whole; what the
+/// job's event stream already holds is not announced again.
+#[derive(Debug, Default)]
+pub(super) struct Resume {
+    /// The job's start was recorded already.
+    pub(super) running: bool,
+    /// When it started, as recorded: its time runs from then.
+    pub(super) started_at: Option<SystemTime>,
+    /// Output lines of this attempt already among the job's events, per
+    /// rank and stream.
+    pub(super) shown: std::collections::HashMap<(u32, Stream), usize>,
+}
+
 /// How a job came to its pods, for running it.
-struct Handover {
+pub(super) struct Handover {
     /// This run's attempt, from 1.
-    attempt: i32,
-    queued_ms: f64,
-    acquire_ms: f64,
+    pub(super) attempt: i32,
+    pub(super) queued_ms: f64,
+    pub(super) acquire_ms: f64,
 }
 
 /// Frames of every rank, as they come.
@@ -177,6 +199,13 @@ impl Scheduler {
         let job_id = job.job_id;
         let cancel = self.cancel_signal(job_id);
         let ending = self.execute(&job, &placement, &cancel).await;
+        let _kept = self.ended(job, &placement, ending).await;
+    }
+
+    /// Records how a job's time on its pods ended, and gives its pods back
+    /// to its pool; true when they may serve again (not dropped).
+    pub(super) async fn ended(&self, job: Queued, placement: &Placement, ending: Ending) -> bool {
+        let job_id = job.job_id;
         match ending {
             Ending::NotAssigned => {
                 self.finished(job_id);
@@ -190,20 +219,22 @@ impl Scheduler {
                         .job_finished(&placement.profile, row.state);
                     self.inner.hub.done(row);
                 }
+                true
             }
             Ending::Done { finish, pods_ok } => {
                 if !pods_ok {
-                    self.drop_pods(&placement, "a rank was lost while the job was cancelled")
+                    self.drop_pods(placement, "a rank was lost while the job was cancelled")
                         .await;
                 }
                 // The pods are warm again before anyone learns the job ended,
                 // so the caller's next job finds them.
                 self.finished(job_id);
                 self.record_end(&job, *finish).await;
+                pods_ok
             }
             Ending::Lost(reason) => {
                 tracing::warn!(%job_id, %reason, "pod lost");
-                self.drop_pods(&placement, &reason).await;
+                self.drop_pods(placement, &reason).await;
                 let max = self.inner.settings.max_attempts as i32;
                 match hearth_store::job::requeue(&self.inner.relaxed, self.epoch(), job_id, max)
                     .await
@@ -217,7 +248,7 @@ impl Scheduler {
                             queued_at: SystemTime::now(),
                             ..job
                         });
-                        return;
+                        return false;
                     }
                     Ok(false) => {}
                     Err(e) => tracing::error!(%job_id, error = %e, "re-queueing failed"),
@@ -228,13 +259,14 @@ impl Scheduler {
                     Ok(Some(row)) if row.cancel_requested
                 );
                 self.record_end(&job, lost(cancelled, &reason)).await;
+                false
             }
         }
     }
 
     /// Stops a job's pods that can no longer be trusted, and reports them gone
     /// once they are.
-    async fn drop_pods(&self, placement: &Placement, why: &str) {
+    pub(super) async fn drop_pods(&self, placement: &Placement, why: &str) {
         {
             let mut st = self.state();
             if let Some(pp) = st.pools.get_mut(&placement.profile) {
@@ -476,7 +508,7 @@ impl Scheduler {
             queued_ms,
             acquire_ms,
         };
-        self.exchange(job, placement, &pods, files, handover, cancel)
+        self.exchange(job, placement, &pods, Begin::Run(files), handover, cancel)
             .await
     }
 
@@ -499,12 +531,12 @@ impl Scheduler {
         futures::future::join_all(ready).await.into_iter().collect()
     }
 
-    async fn exchange(
+    pub(super) async fn exchange(
         &self,
         job: &Queued,
         placement: &Placement,
         pods: &[Pod],
-        files: BTreeMap<String, String>,
+        begin: Begin,
         handover: Handover,
         cancel: &Notify,
     ) -> Ending {
@@ -516,7 +548,11 @@ impl Scheduler {
         let spec = &job.spec;
         let settings = &self.inner.settings;
         let world = pods.len() as u32;
-        let topology = topology(spec.topology.is_some(), pods);
+        let (files, mut resume) = match begin {
+            Begin::Run(files) => (Some(files), None),
+            Begin::Attach(resume) => (None, Some(resume)),
+        };
+        let topology = topology(spec.topology.is_some() && files.is_some(), pods);
         let (frames_tx, mut frames) = mpsc::channel::<RankFrame>(256);
         let (cancel_tx, cancel_rx) = watch::channel(false);
         // The agent binds (files, dependencies) and then runs the command:
@@ -555,6 +591,17 @@ impl Scheduler {
                 let devices: Vec<String> = a.devices.iter().map(u32::to_string).collect();
                 env.insert("CUDA_VISIBLE_DEVICES".to_owned(), devices.join(","));
             }
+            let Some(files) = &files else {
+                tokio::spawn(relay(
+                    rank as u32,
+                    pod.clone(),
+                    self.epoch(),
+                    Open::Attach(job.job_id.to_string()),
+                    frames_tx.clone(),
+                    cancel_rx.clone(),
+                ));
+                continue;
+            };
             let run = agent::Run {
                 job_id: job.job_id.to_string(),
                 // Tenant and caller: whose binding the pod holds after it.
@@ -567,20 +614,26 @@ impl Scheduler {
                 timeout_ms: u64::from(spec.timeout_s) * 1000,
                 topology: topology.as_ref().map(|t| t[rank].clone()),
                 max_log_bytes: settings.max_log_bytes,
+                detach_grace_ms: u64::try_from(settings.reattach_grace.as_millis())
+                    .unwrap_or(u64::MAX),
             };
             tokio::spawn(relay(
                 rank as u32,
                 pod.clone(),
                 self.epoch(),
-                run,
+                Open::Run(Box::new(run)),
                 frames_tx.clone(),
                 cancel_rx.clone(),
             ));
         }
         drop(frames_tx);
 
-        let deadline =
-            tokio::time::Instant::now() + Duration::from_secs(spec.timeout_s.into()) + AGENT_GRACE;
+        // A run re-attached to has used part of its time already (its agent
+        // counts from its own start).
+        let timeout = Duration::from_secs(spec.timeout_s.into());
+        let started_at = resume.as_ref().and_then(|r| r.started_at);
+        let left = time_left(timeout, started_at, SystemTime::now());
+        let deadline = tokio::time::Instant::now() + left + AGENT_GRACE;
         let head_max = settings.job_output_bytes;
         let full_max = settings.max_log_bytes as usize;
         let (mut out, mut err) = (Log::default(), Log::default());
@@ -618,6 +671,10 @@ impl Scheduler {
                                     span.set("hearth.job.bind_ms", bind_ms);
                                     span.end_at(SystemTime::now());
                                 }
+                                if resume.as_ref().is_some_and(|r| r.running) {
+                                    // Recorded by the leader that started it.
+                                    continue;
+                                }
                                 let start_s = (queued_ms + acquire_ms + bind_ms) / 1000.0;
                                 // The exemplar leads from a slow bucket to a trace that was kept.
                                 let trace = job.trace.as_ref().filter(|t| t.is_sampled()).map(|t| t.trace_id());
@@ -643,8 +700,16 @@ impl Scheduler {
                                 Stream::Stdout => out.push(&shown, head_max, full_max),
                                 Stream::Stderr => err.push(&shown, head_max, full_max),
                             };
-                            // The event stream shows what the logs keep.
-                            if kept {
+                            // The event stream shows what the logs keep,
+                            // once: lines an earlier leader stored are not
+                            // announced again.
+                            let shown = resume
+                                .as_mut()
+                                .and_then(|r| r.shown.get_mut(&(rank, stream)))
+                                .filter(|n| **n > 0)
+                                .map(|n| *n -= 1)
+                                .is_some();
+                            if kept && !shown {
                                 let line = storable(&line).into_owned();
                                 self.inner.hub.line(self.epoch(), job.job_id, job.tenant_id, stream, rank, line);
                             }
@@ -860,24 +925,43 @@ fn topology(gang: bool, pods: &[Pod]) -> Option<Vec<Rank>> {
     )
 }
 
+/// What is left of a job's `timeout` at `now`: all of it until it started,
+/// none once it is spent (a clock that went back leaves all of it).
+fn time_left(timeout: Duration, started_at: Option<SystemTime>, now: SystemTime) -> Duration {
+    let used = started_at
+        .and_then(|t| now.duration_since(t).ok())
+        .unwrap_or_default();
+    timeout.saturating_sub(used)
+}
+
+/// How a rank's exchange opens: a new run, or an attach to job's run.
+enum Open {
+    Run(Box<agent::Run>),
+    Attach(String),
+}
+
 /// Runs one rank: opens the exchange, forwards its frames, and passes a cancel
 /// on. Ends after the final frame.
 async fn relay(
     rank: u32,
     pod: Pod,
     epoch: i64,
-    run: agent::Run,
+    open: Open,
     frames: mpsc::Sender<RankFrame>,
     mut cancel: watch::Receiver<bool>,
 ) {
-    let mut exchange =
-        match client::run(&pod.address, pod.token.as_deref(), epoch as u64, run).await {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = frames.send((rank, Err(e))).await;
-                return;
-            }
-        };
+    let (address, token) = (&pod.address, pod.token.as_deref());
+    let opened = match open {
+        Open::Run(run) => client::run(address, token, epoch as u64, *run).await,
+        Open::Attach(job_id) => client::attach(address, token, epoch as u64, &job_id).await,
+    };
+    let mut exchange = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = frames.send((rank, Err(e))).await;
+            return;
+        }
+    };
     let mut cancel_sent = false;
     loop {
         tokio::select! {
@@ -922,7 +1006,24 @@ fn exit_message(code: Option<i32>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::exit_message;
+    use std::time::{Duration, SystemTime};
+
+    use super::{exit_message, time_left};
+
+    #[test]
+    fn a_resumed_job_has_what_is_left_of_its_time() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let minute = Duration::from_secs(60);
+        assert_eq!(time_left(minute, None, t0), minute);
+        let at = |s| t0 + Duration::from_secs(s);
+        assert_eq!(time_left(minute, Some(t0), at(45)), Duration::from_secs(15));
+        assert_eq!(time_left(minute, Some(t0), at(90)), Duration::ZERO);
+        assert_eq!(
+            time_left(minute, Some(at(5)), t0),
+            minute,
+            "clock went back"
+        );
+    }
 
     #[test]
     fn exit_messages_read_like_a_shells() {

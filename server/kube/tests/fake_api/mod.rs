@@ -4,7 +4,9 @@
 //!
 //! It serves what the runtime uses: pods (create, get, list and watch with
 //! label and field selectors, resource versions and bookmarks, delete) and
-//! secrets (create, get, merge patch, delete). Tests drive the rest
+//! secrets (create, get, merge patch, delete), and events.k8s.io/v1 Events
+//! (create, recorded for tests to read, or refused with 403 Forbidden when
+//! a test asks). Tests drive the rest
 //! directly: status changes (OOM kill), deletions behind the runtime's back,
 //! and expiring every open watch (410 Gone on resume).
 
@@ -25,6 +27,8 @@ use axum::routing::get;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
+
+pub mod pod_status;
 
 /// One change, as a watch reports it.
 #[derive(Debug, Clone)]
@@ -48,6 +52,10 @@ struct Store {
     creations: u32,
     /// Changes are logged but not sent to open watches (they are lost to them).
     silent: bool,
+    /// Events written, oldest first.
+    events: Vec<Value>,
+    /// Event writes are refused (403), as without RBAC for them.
+    refuse_events: bool,
 }
 
 /// The fake API server and kubelet.
@@ -159,13 +167,15 @@ impl Inner {
         let image = pod["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap_or_default();
-        let waiting = |reason: &str, message: &str| {
-            json!({"phase": "Pending", "containerStatuses": [{"name": "agent", "image": image,
-                "imageID": "", "ready": false, "restartCount": 0,
-                "state": {"waiting": {"reason": reason, "message": message}}}]})
-        };
+        let waiting = |reason: &str, message: &str| pod_status::waiting(image, reason, message);
         if image.starts_with("pending/") {
             // No node takes it: it stays Pending until deleted.
+            self.set_status(
+                &name,
+                pod_status::unschedulable(
+                    "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+                ),
+            );
             return;
         }
         if image.starts_with("missing/") {
@@ -205,15 +215,7 @@ impl Inner {
         let addr: SocketAddr = format!("{ip}:{}", self.agent_port).parse().unwrap();
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                self.set_status(
-                    &name,
-                    json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-                           "conditions": [{"type": "PodScheduled", "status": "True"},
-                                          {"type": "Ready", "status": "True"}],
-                           "containerStatuses": [{"name": "agent", "image": image, "imageID": "",
-                               "ready": true, "restartCount": 0, "started": true,
-                               "state": {"running": {}}}]}),
-                );
+                self.set_status(&name, pod_status::ready(image, &ip));
                 return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
@@ -436,6 +438,24 @@ async fn secret(
     }
 }
 
+async fn create_event(
+    State(inner): State<Shared>,
+    UrlPath(ns): UrlPath<String>,
+    axum::Json(mut event): axum::Json<Value>,
+) -> Response {
+    let mut st = lock(&inner.store);
+    if st.refuse_events {
+        return status(
+            403,
+            "Forbidden",
+            "events.events.k8s.io is forbidden: cannot create resource \"events\"",
+        );
+    }
+    event["metadata"]["namespace"] = json!(ns);
+    st.events.push(event.clone());
+    (StatusCode::CREATED, axum::Json(event)).into_response()
+}
+
 impl FakeCluster {
     /// Starts the fake on loopback. Agents listen on 127.0.0.N:`agent_port`.
     pub async fn start(agent_bin: &Path, root: &Path, agent_port: u16) -> FakeCluster {
@@ -463,6 +483,10 @@ impl FakeCluster {
                 "/api/v1/namespaces/{ns}/secrets/{name}",
                 get(secret).delete(secret).patch(secret),
             )
+            .route(
+                "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+                axum::routing::post(create_event),
+            )
             .with_state(Arc::clone(&inner));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -489,6 +513,16 @@ impl FakeCluster {
         lock(&self.inner.store).secrets.keys().cloned().collect()
     }
 
+    /// The Events written so far, oldest first.
+    pub fn events(&self) -> Vec<Value> {
+        lock(&self.inner.store).events.clone()
+    }
+
+    /// From now on Event writes are refused with 403 Forbidden.
+    pub fn refuse_events(&self) {
+        lock(&self.inner.store).refuse_events = true;
+    }
+
     pub fn pod(&self, name: &str) -> Option<Value> {
         lock(&self.inner.store).pods.get(name).cloned()
     }
@@ -504,12 +538,7 @@ impl FakeCluster {
         if let Some(mut child) = lock(&self.inner.store).agents.remove(name) {
             let _ = child.start_kill();
         }
-        self.inner.set_status(
-            name,
-            json!({"phase": "Failed", "containerStatuses": [{"name": "agent", "image": "x",
-                "imageID": "", "ready": false, "restartCount": 0,
-                "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}),
-        );
+        self.inner.set_status(name, pod_status::oom_killed("x"));
     }
 
     /// What `meanwhile` does is never sent to the open watches; then they

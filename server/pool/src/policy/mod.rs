@@ -594,6 +594,20 @@ pub enum Event {
     PodReady { pod: PodId },
     /// A pod no longer exists: released by the policy, or lost.
     PodGone { pod: PodId },
+    /// Pods the policy did not start, which a new leader adopted from the
+    /// last one. First the jobs of `running`, each still running on
+    /// `pods` pods of its size: their pods are active for it from now, and
+    /// the job ends with `JobFinished` like any other (its pods then follow
+    /// its caller's keep-alive); a job there is no room for is left out,
+    /// changing nothing (the driver keeps its pods outside). Then `idle`
+    /// pods, up, unbound and wiped: as many as there is room for, each
+    /// handled as a pod that just became ready (the job that waited longest
+    /// takes it; otherwise it stands by, or is released where the policy
+    /// keeps no standby or has enough). Every pod gets an id and a
+    /// placement, announced by [`Decision::Adopted`] before any decision
+    /// about it. One event for all, so that the pool counts them all before
+    /// it decides what more it needs.
+    PodsAdopted { running: Vec<Request>, idle: u32 },
     /// The caller's loop started (`busy`) or stopped running jobs in
     /// another pool: a caller that works across profiles is one loop, and
     /// the pod it holds here idles while it runs there. While it is busy
@@ -736,6 +750,14 @@ pub enum Decision {
     Reset { pod: PodId, reason: Reason },
     /// Stop `pod`; report `PodGone` when it is gone. Never an active pod.
     Release { pod: PodId, reason: Reason },
+    /// A pod of an [`Event::PodsAdopted`], with its id and placement:
+    /// active for the running `job`, or (`None`) an idle one, in the order
+    /// the driver listed them.
+    Adopted {
+        pod: PodId,
+        placement: Placement,
+        job: Option<JobId>,
+    },
     /// The budget on GPUs held by warm plus standby pods changed.
     Budget {
         budget: Shares,
@@ -815,6 +837,9 @@ pub enum Reason {
     /// The fixed pool had no free pod: the pod idle longest, warm for
     /// another caller, is wiped and reused.
     Recycled { from: CallerId, to: CallerId },
+    /// The caller's job an earlier leader started runs on it; a new leader
+    /// took it over.
+    Adopted { caller: CallerId },
 }
 
 /// How a warm pod's keep-alive was chosen.
@@ -969,6 +994,12 @@ impl Reason {
                     "fixed pool full: {}'s idle pod wiped for {}",
                     c(from),
                     c(to)
+                )
+            }
+            Reason::Adopted { caller } => {
+                format!(
+                    "{}'s running job taken over from an earlier leader",
+                    c(caller)
                 )
             }
         }

@@ -504,6 +504,14 @@ impl Pool {
             Event::JobFinished { job } => self.job_finished(job, out),
             Event::PodReady { pod } => self.pod_ready(pod, out),
             Event::PodGone { pod } => self.pod_gone(pod),
+            Event::PodsAdopted { running, idle } => {
+                for req in running {
+                    // No room: left out, and the driver keeps it outside.
+                    let _ = self.job_adopted(req, out);
+                }
+                self.pods_adopted(idle, out);
+                Ok(())
+            }
             Event::LoopBusy { caller, busy } => {
                 self.loop_busy(caller, busy);
                 Ok(())
@@ -636,7 +644,9 @@ impl Pool {
 
     // ---- events ----------------------------------------------------------
 
-    fn job_queued(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+    /// The size of the pods of new job `req`, if the pool could ever hold
+    /// them.
+    fn check_request(&self, req: &Request) -> Result<Shares, Error> {
         let unplaceable = |why: &str| {
             Err(Error::Unplaceable {
                 job: req.job,
@@ -659,34 +669,15 @@ impl Pool {
         if req.pods > self.mode.fixed.unwrap_or(self.cfg.max_pods) {
             return unplaceable("it needs more pods than the pool may hold");
         }
+        Ok(size)
+    }
 
+    fn job_queued(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let size = self.check_request(&req)?;
         let now = self.now;
-        let tau = millis(self.cfg.budget.rate_window) as f64;
         let history = self.cfg.keep_alive.history as usize;
-        self.arrivals.add(now, f64::from(req.pods), tau);
-        let caller = self
-            .callers
-            .entry(req.caller)
-            .or_insert_with(|| CallerState {
-                tenant: req.tenant,
-                pauses: Pauses::default(),
-                matched_ms: None,
-                basis: Basis::Default,
-                curve: Curve::default(),
-                cycle_ms: 0.0,
-                last_arrival: None,
-                last_end: None,
-                local_end: None,
-                last_burst: None,
-                periods: Pauses::default(),
-                rewarm_at: None,
-                size,
-                elsewhere: false,
-                in_flight: 0,
-                warm: Vec::new(),
-                queued: Vec::new(),
-                last_seen: now,
-            });
+        self.arrived(&req);
+        let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
         // A pause runs from the loop's last job end to the next job's
         // submission; with jobs in flight, here or in another pool, the
         // loop is not pausing.
@@ -742,32 +733,7 @@ impl Pool {
             self.schedule_rewarm(req.caller, bind_at);
         }
 
-        self.tenants
-            .entry(req.tenant)
-            .or_default()
-            .arrivals
-            .add(now, f64::from(req.pods), tau);
-
-        let key = Key {
-            priority: Reverse(req.priority),
-            seq: self.next_seq,
-        };
-        self.next_seq += 1;
-        self.jobs.insert(
-            req.job,
-            Job {
-                caller: req.caller,
-                tenant: req.tenant,
-                size,
-                pods: req.pods,
-                key,
-                queued_at: now,
-                held: Vec::new(),
-                starting: Vec::new(),
-                enqueued: false,
-                running: false,
-            },
-        );
+        self.add_job(&req, size, Vec::new());
         self.take_warm(req.job);
         if self.mode.objective {
             const ALPHA: f64 = 1.0 / 256.0;
@@ -791,6 +757,125 @@ impl Pool {
             self.enqueue(req.job);
         }
         Ok(())
+    }
+
+    /// The state of `caller`, new if the pool does not know it. (Of the
+    /// map alone, so that the configuration stays readable meanwhile.)
+    fn caller(
+        callers: &mut HashMap<CallerId, CallerState>,
+        now: Instant,
+        caller: CallerId,
+        tenant: TenantId,
+        size: Shares,
+    ) -> &mut CallerState {
+        callers.entry(caller).or_insert_with(|| CallerState {
+            tenant,
+            pauses: Pauses::default(),
+            matched_ms: None,
+            basis: Basis::Default,
+            curve: Curve::default(),
+            cycle_ms: 0.0,
+            last_arrival: None,
+            last_end: None,
+            local_end: None,
+            last_burst: None,
+            periods: Pauses::default(),
+            rewarm_at: None,
+            size,
+            elsewhere: false,
+            in_flight: 0,
+            warm: Vec::new(),
+            queued: Vec::new(),
+            last_seen: now,
+        })
+    }
+
+    /// A running job an earlier leader started, on pods it started: they
+    /// are active for it from now. On error nothing changed.
+    fn job_adopted(&mut self, req: Request, out: &mut Vec<Decision>) -> Result<(), Error> {
+        let size = self.check_request(&req)?;
+        let unplaceable = |why: &str| {
+            Err(Error::Unplaceable {
+                job: req.job,
+                why: why.to_owned(),
+            })
+        };
+        if self.pods.len() as u32 + req.pods > self.cfg.max_pods {
+            return unplaceable("the pool holds as many pods as it may");
+        }
+        let mut placements = Vec::new();
+        for _ in 0..req.pods {
+            match self.inv.alloc(size.0, None) {
+                Some(p) => placements.push(p),
+                None => {
+                    for p in &placements {
+                        self.inv.release(p);
+                    }
+                    return unplaceable("no room left on the pool's GPUs");
+                }
+            }
+        }
+        let now = self.now;
+        let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
+        caller.in_flight += 1;
+        caller.last_seen = now;
+        // Demand, as for the leader that accepted it: the budget that keeps
+        // its pods warm after it is that of any job's.
+        self.arrived(&req);
+        let mut held = Vec::new();
+        for placement in placements {
+            let pod = self.add_pod(PodState::Active(req.job), placement.clone(), size);
+            out.push(Decision::Adopted {
+                pod,
+                placement,
+                job: Some(req.job),
+            });
+            held.push(HeldPod {
+                pod,
+                source: Source::Cold,
+                reason: Reason::Adopted { caller: req.caller },
+            });
+        }
+        self.add_job(&req, size, held);
+        Ok(())
+    }
+
+    /// The job's pods count toward the pool's and its tenant's arrivals.
+    fn arrived(&mut self, req: &Request) {
+        let tau = millis(self.cfg.budget.rate_window) as f64;
+        let pods = f64::from(req.pods);
+        self.arrivals.add(self.now, pods, tau);
+        self.tenants
+            .entry(req.tenant)
+            .or_default()
+            .arrivals
+            .add(self.now, pods, tau);
+    }
+
+    /// Books job `req` of pods of `size`, next in its priority: running on
+    /// `held` when it holds pods already, else yet to be placed.
+    fn add_job(&mut self, req: &Request, size: Shares, held: Vec<HeldPod>) {
+        let key = Key {
+            priority: Reverse(req.priority),
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        let running = !held.is_empty();
+        self.jobs.insert(
+            req.job,
+            Job {
+                caller: req.caller,
+                tenant: req.tenant,
+                size,
+                pods: req.pods,
+                key,
+                queued_at: self.now,
+                held,
+                starting: Vec::new(),
+                enqueued: false,
+                running,
+            },
+        );
     }
 
     fn enqueue(&mut self, id: JobId) {
@@ -1130,8 +1215,41 @@ impl Pool {
             }
             return Ok(());
         }
-        // Ready and unbound: the job that waited longest takes it, if it
-        // fits; otherwise it stands by.
+        self.stand_by(pod, out);
+        Ok(())
+    }
+
+    /// Pods some earlier leader started: ready, unbound and wiped. Those
+    /// there is no room for get no id (the driver stops them).
+    fn pods_adopted(&mut self, pods: u32, out: &mut Vec<Decision>) {
+        let mut ids = Vec::new();
+        for _ in 0..pods {
+            if self.pods.len() as u32 >= self.cfg.max_pods {
+                break;
+            }
+            let Some(placement) = self.inv.alloc(self.standby_shares(), None) else {
+                break;
+            };
+            let pod = self.add_pod(
+                PodState::Starting(Purpose::Standby),
+                placement.clone(),
+                self.cfg.pod_shares,
+            );
+            out.push(Decision::Adopted {
+                pod,
+                placement,
+                job: None,
+            });
+            ids.push(pod);
+        }
+        for pod in ids {
+            self.stand_by(pod, out);
+        }
+    }
+
+    /// Ready and unbound: the job that waited longest takes it, if it fits;
+    /// otherwise it stands by.
+    fn stand_by(&mut self, pod: PodId, out: &mut Vec<Decision>) {
         self.set_state(pod, PodState::Standby);
         self.standby.insert(pod);
         if let Some((_, &head)) = self.queue.first_key_value()
@@ -1144,7 +1262,6 @@ impl Pool {
             self.standby.remove(&pod);
             self.unbound(pod, out);
         }
-        Ok(())
     }
 
     fn pod_gone(&mut self, pod: PodId) -> Result<(), Error> {

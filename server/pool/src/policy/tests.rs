@@ -293,7 +293,18 @@ fn fuzz(kind: Kind, seed: u64) {
                 });
                 Event::PodGone { pod: p }
             }
-        } else if roll < 31 {
+        } else if roll < 32 {
+            // A new leader adopts pods: a running job's, and idle ones.
+            let caller = CallerId(rng.below(8));
+            let mut req = Request::new(JobId(next_job), caller, TenantId(caller.0 % 3));
+            next_job += 1;
+            req.pods = 1 + rng.below(2) as u32;
+            job_caller.insert(req.job, caller);
+            Event::PodsAdopted {
+                running: vec![req],
+                idle: rng.below(3) as u32,
+            }
+        } else if roll < 33 {
             // The caller's loop moves to or from another pool.
             Event::LoopBusy {
                 caller: CallerId(rng.below(8)),
@@ -316,6 +327,10 @@ fn fuzz(kind: Kind, seed: u64) {
         if let Event::PodGone { pod } = event {
             active.remove(&pod);
         }
+        let adopting = match &event {
+            Event::PodsAdopted { running, .. } => running.first().map(|r| r.job),
+            _ => None,
+        };
         now += rng.below(400);
         out.clear();
         pool.handle(Instant::from_millis(now), event, &mut out)
@@ -374,8 +389,28 @@ fn fuzz(kind: Kind, seed: u64) {
                     );
                     last_caller.insert(*pod, *caller);
                 }
-                Decision::Promote { .. } | Decision::Budget { .. } => {}
+                Decision::Adopted {
+                    pod,
+                    job: Some(job),
+                    ..
+                } => {
+                    // Bound by the last leader, to the job's caller.
+                    last_caller.insert(*pod, job_caller[job]);
+                    assert!(active.insert(*pod), "{kind}: {pod} adopted twice");
+                    let pods = running.entry(*job).or_default();
+                    pods.push(*pod);
+                    if pods.len() == 1 {
+                        pending.push((now + rng.below(8_000), Event::JobFinished { job: *job }));
+                    }
+                }
+                Decision::Promote { .. } | Decision::Budget { .. } | Decision::Adopted { .. } => {}
             }
+        }
+        // A running job the pool had no room for is not its to finish.
+        if let Some(job) = adopting
+            && !running.contains_key(&job)
+        {
+            job_caller.remove(&job);
         }
     }
 }
@@ -1303,4 +1338,110 @@ fn a_loop_tells_each_pool_when_the_caller_runs_elsewhere() {
     assert_eq!(l.moved(&"a", true), vec![("a", true), ("b", true)]);
     assert_eq!(l.moved(&"b", false), vec![]);
     assert_eq!(l.moved(&"b", false), vec![("a", false)]);
+}
+
+/// The pods `d` adopts for `job` (`None`: idle ones), each checked to
+/// hold `shares`.
+fn adopted(d: &[Decision], job: Option<JobId>, shares: u32) -> Vec<PodId> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Adopted {
+                pod,
+                placement,
+                job: j,
+            } if *j == job => {
+                assert_eq!(placement.shares(), shares, "{pod}");
+                Some(*pod)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn adopted_pods_stand_by_and_are_promoted_like_started_ones() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 2,
+        max: 8,
+        ..StandbyConfig::default()
+    };
+    c.max_pods = 3;
+    let mut f = Fake {
+        pool: Pool::new(Kind::Firepool, c).unwrap(),
+        t: 0,
+    };
+    // Adopted before the pool's first tick: it needs no start of its own,
+    // and the one it has no room for (max_pods) gets no id.
+    let d = f.ev(Event::PodsAdopted {
+        running: Vec::new(),
+        idle: 4,
+    });
+    let adopted = adopted(&d, None, 1);
+    assert_eq!(adopted.len(), 3);
+    assert!(starts(&d).is_empty(), "{d:?}");
+    // Over the standby target of 2: the surplus goes.
+    assert_eq!(releases(&d).len(), 1, "{d:?}");
+    assert_eq!(f.pool.snapshot().pods.standby, 2);
+    let d = f.at(1_000).queue(1, 100);
+    let promoted = d.iter().find_map(|d| match d {
+        Decision::Promote { pod, .. } => Some(*pod),
+        _ => None,
+    });
+    assert!(promoted.is_some_and(|p| adopted.contains(&p)), "{d:?}");
+    assert_eq!(assigns(&d)[0].2, Source::Standby);
+}
+
+#[test]
+fn an_adopted_running_job_holds_its_pods_active_then_warm_for_its_caller() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 1,
+        ..StandbyConfig::default()
+    };
+    let mut f = Fake {
+        pool: Pool::new(Kind::Firepool, c).unwrap(),
+        t: 0,
+    };
+    let mut gang = Request::new(JobId(7), CallerId(3), TenantId(0));
+    gang.pods = 2;
+    // Counted before the idle pod adopted with it, which then makes the
+    // standby the policy wants: no pod is started.
+    let d = f.ev(Event::PodsAdopted {
+        running: vec![gang],
+        idle: 1,
+    });
+    let adopted = adopted(&d, Some(JobId(7)), S);
+    assert_eq!(adopted.len(), 2, "{d:?}");
+    assert!(starts(&d).is_empty() && assigns(&d).is_empty(), "{d:?}");
+    let snap = f.pool.snapshot();
+    assert_eq!((snap.pods.active, snap.pods.standby), (2, 1));
+    assert_eq!(f.pool.held().active, u64::from(2 * S));
+    // Its end is any job's end: the pods stay warm for its caller.
+    f.at(1_000).finish(7);
+    assert_eq!(f.pool.snapshot().pods.warm, 2);
+    let (source, pod) = f.at(2_000).run(8, 3);
+    assert_eq!(source, Source::Warm);
+    assert!(adopted.contains(&pod));
+    // A job there is no room for is left out, and nothing changes for it.
+    let mut big = Request::new(JobId(9), CallerId(4), TenantId(0));
+    big.pods = 4;
+    let d = f.at(3_000).ev(Event::PodsAdopted {
+        running: vec![big],
+        idle: 0,
+    });
+    assert!(
+        !d.iter().any(|d| matches!(d, Decision::Adopted { .. })),
+        "{d:?}"
+    );
+    assert_eq!(f.pool.snapshot().pods.active, 1);
+    assert!(matches!(
+        f.pool.handle(
+            Instant::from_millis(3_000),
+            Event::JobFinished { job: JobId(9) },
+            &mut Vec::new()
+        ),
+        Err(Error::UnknownJob(_))
+    ));
 }

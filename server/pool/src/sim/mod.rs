@@ -747,7 +747,11 @@ impl<'a> Run<'a> {
             Decision::Prewarm { pod, .. } => {
                 self.binding.insert((p, pod), self.now + self.promote_ms);
             }
-            Decision::Promote { .. } | Decision::Reset { .. } | Decision::Budget { .. } => {}
+            // The simulator adopts nothing.
+            Decision::Promote { .. }
+            | Decision::Reset { .. }
+            | Decision::Budget { .. }
+            | Decision::Adopted { .. } => {}
         }
     }
 
