@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use super::gpu::Inventory;
-use super::objective::{self, Curve, Shape};
+use super::objective::{self, Curve, NEVER, RewarmShape, Shape};
 use super::stats::{Pauses, PeakWindow, Rate, StartTime};
 use super::{
     Basis, Bounds, BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event,
@@ -219,8 +219,10 @@ struct CallerState {
     /// Keep-alive matched to the pauses, once there are enough of them.
     matched_ms: Option<u64>,
     basis: Basis,
-    /// Its candidates against the objective.
+    /// Its candidates against the objective: keep-alives, and when to bind
+    /// a pod ahead of its next burst.
     curve: Curve,
+    rewarm_curve: Curve,
     /// Mean time between its arrivals here (ms, exponentially weighted):
     /// its curve weighs by its rate of jobs.
     cycle_ms: f64,
@@ -233,6 +235,9 @@ struct CallerState {
     last_burst: Option<Instant>,
     periods: Pauses,
     rewarm_at: Option<Instant>,
+    /// When its next burst, not worth a re-warm, is due at the earliest
+    /// (it will take a standby pod), and until when it is expected.
+    handover_at: Option<(Instant, Instant)>,
     /// Size of its last job here.
     size: Shares,
     /// Running jobs in another pool.
@@ -246,6 +251,8 @@ struct CallerState {
 /// A caller's next burst, predicted from its regular period.
 #[derive(Debug, Clone, Copy)]
 struct Burst {
+    /// Start of the caller's last burst.
+    last: Instant,
     earliest: Instant,
     latest: Instant,
     period_ms: u64,
@@ -293,6 +300,8 @@ pub struct Pool {
     emitted_budget: Option<Shares>,
     /// Re-warms due, by time.
     rewarms: BTreeSet<(Instant, CallerId)>,
+    /// Bursts expected to start from a standby pod, by earliest start.
+    handovers_due: BTreeSet<(Instant, CallerId)>,
     /// The objective's price (shares x ms per start within the class) and
     /// the share predicted at it.
     price: f64,
@@ -342,6 +351,7 @@ impl Pool {
             budget: None,
             emitted_budget: None,
             rewarms: BTreeSet::new(),
+            handovers_due: BTreeSet::new(),
             price: f64::INFINITY,
             predicted: 0.0,
             next_price: Instant::ZERO,
@@ -476,6 +486,7 @@ impl Pool {
         let last = c.last_burst?;
         let (lo, hi) = self.period(c)?;
         let burst = Burst {
+            last,
             earliest: last + Duration::from_millis(lo),
             latest: last + Duration::from_millis(hi),
             period_ms: lo,
@@ -673,6 +684,7 @@ impl Pool {
                 matched_ms: None,
                 basis: Basis::Default,
                 curve: Curve::default(),
+                rewarm_curve: Curve::default(),
                 cycle_ms: 0.0,
                 last_arrival: None,
                 last_end: None,
@@ -680,6 +692,7 @@ impl Pool {
                 last_burst: None,
                 periods: Pauses::default(),
                 rewarm_at: None,
+                handover_at: None,
                 size,
                 elsewhere: false,
                 in_flight: 0,
@@ -714,6 +727,11 @@ impl Pool {
         }
         // A new burst ends the wait for the one a re-warm was scheduled for.
         let rewarm = if burst { caller.rewarm_at.take() } else { None };
+        let handover = if burst {
+            caller.handover_at.take()
+        } else {
+            None
+        };
         caller.size = size;
         if let Some(prev) = caller.last_arrival.replace(now) {
             let gap = now.as_millis().saturating_sub(prev.as_millis()) as f64;
@@ -728,18 +746,19 @@ impl Pool {
         if let Some(t) = rewarm {
             self.rewarms.remove(&(t, req.caller));
         }
-        if paused {
+        if let Some((t, _)) = handover {
+            self.handovers_due.remove(&(t, req.caller));
+        }
+        if paused || burst {
             self.rematch(req.caller);
         }
         // Scheduled now, the re-warm for the next burst has its standby pod
         // started in time however short the pause.
         if burst && let Some(b) = self.next_burst(req.caller) {
-            let bind_at = Instant::from_millis(
-                b.earliest
-                    .as_millis()
-                    .saturating_sub(millis(self.cfg.rewarm.lead)),
-            );
-            self.schedule_rewarm(req.caller, bind_at);
+            match self.bind_at(req.caller, b) {
+                Some(bind_at) => self.schedule_rewarm(req.caller, bind_at),
+                None => self.schedule_handover(req.caller, b),
+            }
         }
 
         self.tenants
@@ -1202,9 +1221,16 @@ impl Pool {
             let burst = self
                 .next_burst(w.caller)
                 .filter(|_| !matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }));
-            if let Some(b) = burst {
-                let bind_at =
-                    Instant::from_millis(b.earliest.as_millis().saturating_sub(millis(r.lead)));
+            // A burst not worth re-warming for starts from a standby pod:
+            // the pod is released as any other, and one stands by for it.
+            if let Some(b) = burst
+                && self.bind_at(w.caller, b).is_none()
+            {
+                self.schedule_handover(w.caller, b);
+            }
+            if let Some(b) = burst
+                && let Some(bind_at) = self.bind_at(w.caller, b)
+            {
                 // Released, it is re-warmed from a standby pod: one that is
                 // ready and not claimed by an earlier re-warm, or one that
                 // can still start in time. Otherwise it is held through.
@@ -1237,6 +1263,7 @@ impl Pool {
         }
         if self.mode.rewarm {
             self.rewarm(out);
+            self.expire_handovers();
         }
         self.cover(out);
         if self.mode.standby {
@@ -1430,10 +1457,11 @@ impl Pool {
             return;
         }
         let (min, max) = (millis(ka.min), millis(ka.max));
-        let (ms, basis, curve) = match &self.cfg.objective {
+        let (ms, basis, curve, rewarm_curve) = match &self.cfg.objective {
             Some(o) if self.mode.objective => {
-                let covered_from = (self.mode.rewarm && self.period(c).is_some())
-                    .then(|| millis(self.cfg.rewarm.min_gap));
+                let periodic = self.mode.rewarm && self.period(c).is_some();
+                let gap = millis(self.cfg.rewarm.min_gap);
+                let covered_from = periodic.then_some(gap);
                 let shape = Shape {
                     shares: c.size.0,
                     margin: o.margin,
@@ -1442,24 +1470,74 @@ impl Pool {
                     covered_from,
                 };
                 let curve = Curve::new(c.pauses.as_slice(), shape);
+                // The long pauses are the re-warm's, at a binding priced
+                // from the periods.
+                let rewarm_curve = if periodic {
+                    let pauses = c.pauses.as_slice();
+                    let long = pauses.iter().filter(|&&p| u64::from(p) >= gap).count();
+                    Curve::rewarm(
+                        c.periods.as_slice(),
+                        RewarmShape {
+                            shares: c.size.0,
+                            lead_ms: millis(self.cfg.rewarm.lead),
+                            share: long as f64 / pauses.len().max(1) as f64,
+                        },
+                    )
+                } else {
+                    Curve::default()
+                };
                 let Some(p) = curve.choose(self.price) else {
                     return;
                 };
-                (p.keep_ms, self.objective_basis(p.warm), curve)
+                let warm = p.warm + rewarm_curve.choose(self.price).map_or(0.0, |r| r.warm);
+                (p.keep_ms, self.objective_basis(warm), curve, rewarm_curve)
             }
             _ => {
                 let Some(p) = c.pauses.percentile(ka.percentile) else {
                     return;
                 };
                 let ms = (p + millis(ka.margin)).clamp(min, max);
-                (ms, Basis::Percentile, Curve::default())
+                (ms, Basis::Percentile, Curve::default(), Curve::default())
             }
         };
         if let Some(c) = self.callers.get_mut(&id) {
             c.matched_ms = Some(ms);
             c.basis = basis;
             c.curve = curve;
+            c.rewarm_curve = rewarm_curve;
         }
+    }
+
+    /// When to bind a pod to `caller` ahead of burst `b`: at the offset from
+    /// the last burst's start its re-warm curve chooses at the pool's price,
+    /// or `lead` before the earliest period without one. `None`: the burst
+    /// is not worth a re-warm and starts from a standby pod.
+    fn bind_at(&self, caller: CallerId, b: Burst) -> Option<Instant> {
+        let earliest = Instant::from_millis(
+            b.earliest
+                .as_millis()
+                .saturating_sub(millis(self.cfg.rewarm.lead)),
+        );
+        let Some(p) = self
+            .callers
+            .get(&caller)
+            .and_then(|c| c.rewarm_curve.choose(self.price))
+        else {
+            return Some(earliest);
+        };
+        (p.keep_ms != NEVER).then(|| (b.last + Duration::from_millis(p.keep_ms)).max(earliest))
+    }
+
+    /// The share of `caller`'s remembered periods that bring its next burst
+    /// no sooner than `lead` after a binding at `at`.
+    fn covers(&self, caller: CallerId, b: Burst, at: Instant) -> f64 {
+        let Some(c) = self.callers.get(&caller) else {
+            return 0.0;
+        };
+        let from = at.as_millis().saturating_sub(b.last.as_millis()) + millis(self.cfg.rewarm.lead);
+        let periods = c.periods.as_slice();
+        let later = periods.iter().filter(|&&p| u64::from(p) >= from).count();
+        later as f64 / periods.len().max(1) as f64
     }
 
     fn objective_basis(&self, warm: f64) -> Basis {
@@ -1499,11 +1577,14 @@ impl Pool {
             .collect();
         ids.sort_unstable();
         let (price, predicted) = if o.class == Source::Warm {
-            let curves = ids.iter().filter_map(|id| {
-                let c = self.callers.get(id)?;
-                Some((1.0 / c.cycle_ms.max(1.0), &c.curve))
-            });
-            objective::price(curves, aim + self.boost, floor)
+            let joint: Vec<(f64, Curve)> = ids
+                .iter()
+                .filter_map(|id| {
+                    let c = self.callers.get(id)?;
+                    Some((1.0 / c.cycle_ms.max(1.0), c.curve.plus(&c.rewarm_curve)))
+                })
+                .collect();
+            objective::price(joint.iter().map(|(w, c)| (*w, c)), aim + self.boost, floor)
         } else {
             (floor, 1.0)
         };
@@ -1514,10 +1595,14 @@ impl Pool {
             millis(self.cfg.keep_alive.max),
         );
         for id in ids {
-            let Some(p) = self.callers.get(&id).and_then(|c| c.curve.choose(price)) else {
+            let Some(c) = self.callers.get(&id) else {
                 continue;
             };
-            let basis = self.objective_basis(p.warm);
+            let Some(p) = c.curve.choose(price) else {
+                continue;
+            };
+            let rewarmed = c.rewarm_curve.choose(price).map_or(0.0, |r| r.warm);
+            let basis = self.objective_basis(p.warm + rewarmed);
             if let Some(c) = self.callers.get_mut(&id) {
                 c.matched_ms = Some(p.keep_ms.clamp(min, max));
                 c.basis = basis;
@@ -1544,6 +1629,44 @@ impl Pool {
             self.rewarms.remove(&(old, id));
         }
         self.rewarms.insert((at, id));
+    }
+
+    /// Expects `caller`'s burst `b` to start from a standby pod: the standby
+    /// target counts it from a pod start before it is due until the latest
+    /// it is expected.
+    fn schedule_handover(&mut self, id: CallerId, b: Burst) {
+        let Some(c) = self.callers.get_mut(&id) else {
+            return;
+        };
+        let due = (b.earliest, b.latest + self.cfg.rewarm.grace);
+        if let Some((old, _)) = c.handover_at.replace(due) {
+            self.handovers_due.remove(&(old, id));
+        }
+        self.handovers_due.insert((due.0, id));
+    }
+
+    /// Forgets expected handovers whose burst never came.
+    fn expire_handovers(&mut self) {
+        let now = self.now;
+        let stale: Vec<(Instant, CallerId)> = self
+            .handovers_due
+            .range(..(now, CallerId(u64::MAX)))
+            .copied()
+            .filter(|&(t, id)| {
+                self.callers.get(&id).is_none_or(|c| {
+                    c.handover_at
+                        .is_none_or(|(at, until)| at != t || until < now)
+                })
+            })
+            .collect();
+        for (t, id) in stale {
+            self.handovers_due.remove(&(t, id));
+            if let Some(c) = self.callers.get_mut(&id)
+                && c.handover_at.is_some_and(|(at, _)| at == t)
+            {
+                c.handover_at = None;
+            }
+        }
     }
 
     /// Binds a standby pod to each caller whose re-warm is due, if it is
@@ -1599,6 +1722,7 @@ impl Pool {
                     caller: id,
                     period_ms: b.period_ms,
                     due_in_ms: b.earliest.as_millis().saturating_sub(now.as_millis()),
+                    covers_permille: (self.covers(id, b, now) * 1000.0).round() as u32,
                 },
             });
         }
@@ -1670,11 +1794,16 @@ impl Pool {
         let peak = self
             .handovers
             .peak(self.now, self.start_time.ms(), millis(s.horizon));
-        // Re-warms due within a pod start (and a quarter, for a margin)
-        // need standby pods ready by then, besides those for handovers.
-        let soon = self.now + self.rewarm_notice();
-        let due = self.rewarms.range(..(soon, CallerId(u64::MAX))).count();
-        peak.saturating_add(u32::try_from(due).unwrap_or(u32::MAX))
+        // Re-warms due within a pod start (and a tenth and the lead, for a
+        // margin) need standby pods ready by then, besides those for
+        // handovers; so do periodic bursts due that soon which are not
+        // re-warmed, though the recent peak may count them already.
+        let soon = (self.now + self.rewarm_notice(), CallerId(u64::MAX));
+        let due = self.rewarms.range(..soon).count();
+        let bursts = self.handovers_due.range(..soon).count();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        peak.max(count(bursts))
+            .saturating_add(count(due))
             .clamp(s.min, s.max)
     }
 
@@ -2106,6 +2235,15 @@ impl Pool {
         }
         for &(t, id) in &self.rewarms {
             assert_eq!(self.callers.get(&id).and_then(|c| c.rewarm_at), Some(t));
+        }
+        for &(t, id) in &self.handovers_due {
+            assert_eq!(
+                self.callers
+                    .get(&id)
+                    .and_then(|c| c.handover_at)
+                    .map(|h| h.0),
+                Some(t)
+            );
         }
         let mut queued = 0;
         for (key, j) in &self.queue {

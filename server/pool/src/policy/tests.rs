@@ -1180,7 +1180,8 @@ fn periodic_bursts_are_rewarmed_ahead_instead_of_held_through_the_pause() {
             Reason::Rewarm {
                 caller: CallerId(9),
                 period_ms: 60_000,
-                due_in_ms: 3_000
+                due_in_ms: 3_000,
+                covers_permille: 1000,
             }
         );
         if i == 2 {
