@@ -1558,9 +1558,13 @@ impl Pool {
         let Some(o) = self.cfg.objective.clone() else {
             return;
         };
-        // A handover costs a standby refill: one pod start at the standby
-        // share. Keeping a pod is worth at least that per warm start.
-        let floor = self.start_time.ms() as f64 * f64::from(self.standby_shares().max(1));
+        // A handover costs a standby refill (one pod start at the standby
+        // share) and its binding (the promotion, the `lead` of a re-warm,
+        // at the pod's size, before the job runs). Keeping a pod is worth
+        // at least that per warm start.
+        let refill = self.start_time.ms() as f64 * f64::from(self.standby_shares().max(1));
+        let binding = millis(self.cfg.rewarm.lead) as f64 * f64::from(self.cfg.pod_shares.0);
+        let floor = refill + binding;
         let aim = (o.percentile + o.slack).min(1.0);
         // Integral control on what is achieved, once enough jobs were seen.
         if self.served[1] >= 64.0 {
@@ -1991,9 +1995,15 @@ impl Pool {
             });
             have += 1;
         }
-        // Pods already there are kept for every re-warm scheduled, however
-        // far: the target counts them only once they are near.
-        let target = target.max(u32::try_from(self.rewarms.len()).unwrap_or(u32::MAX));
+        // A pod is kept for a re-warm due within a pod start of its notice:
+        // released and started again in time, it would hold its share
+        // about as long.
+        let keep = (
+            self.now + self.rewarm_notice() + Duration::from_millis(self.start_time.ms()),
+            CallerId(u64::MAX),
+        );
+        let far = self.rewarms.range(..keep).count();
+        let target = target.max(u32::try_from(far).unwrap_or(u32::MAX));
         if have > target {
             // Cancel surplus starts first: a ready standby pod is worth more.
             let mut surplus: Vec<PodId> = self
