@@ -1615,13 +1615,20 @@ impl Pool {
     }
 
     /// The shortest and longest of the caller's recent periods, if they
-    /// are enough and regular.
+    /// are enough and regular. A burst comes late when its loop was held up
+    /// (a cold start, a straggler before a barrier), never much early: the
+    /// longest quarter of the periods may stray, and the bursts they predict
+    /// are not waited for.
     fn period(&self, c: &CallerState) -> Option<(u64, u64)> {
         let r = &self.cfg.rewarm;
-        if c.periods.len() < r.min_periods as usize {
+        let n = c.periods.len();
+        if n < r.min_periods as usize {
             return None;
         }
-        let (lo, hi) = c.periods.min_max()?;
+        let mut sorted: Vec<u32> = c.periods.as_slice().to_vec();
+        sorted.sort_unstable();
+        let regular = (n - n / 4).max(r.min_periods as usize).min(n);
+        let (lo, hi) = (u64::from(sorted[0]), u64::from(sorted[regular - 1]));
         (lo > 0 && (hi - lo) as f64 <= r.max_spread * lo as f64).then_some((lo, hi))
     }
 

@@ -33,13 +33,6 @@ impl Pauses {
         &self.ring
     }
 
-    /// The shortest and the longest remembered pause.
-    pub(crate) fn min_max(&self) -> Option<(u64, u64)> {
-        let lo = self.ring.iter().min()?;
-        let hi = self.ring.iter().max()?;
-        Some((u64::from(*lo), u64::from(*hi)))
-    }
-
     /// Nearest-rank percentile `p` in (0, 1]: the smallest pause such that at
     /// least a fraction `p` of the remembered pauses are no longer.
     pub(crate) fn percentile(&self, p: f64) -> Option<u64> {

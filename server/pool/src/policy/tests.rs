@@ -1305,3 +1305,42 @@ fn a_loop_tells_each_pool_when_the_caller_runs_elsewhere() {
     assert_eq!(l.moved(&"b", false), vec![]);
     assert_eq!(l.moved(&"b", false), vec![("a", false)]);
 }
+
+#[test]
+fn a_late_burst_does_not_make_a_periodic_caller_irregular() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts every 60 s, the third 30 s late (its loop was held up): the
+    // periods are 60, 90, 60 and 60 s.
+    let mut jobs = Vec::new();
+    for start in [0, 60_000, 150_000, 210_000, 270_000, 330_000] {
+        for j in 0..5 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 340_000);
+    // From the fifth burst on (four periods, one of them late) the caller
+    // is periodic, and the sixth burst is re-warmed `lead` ahead.
+    let prewarms: Vec<u64> = log
+        .iter()
+        .filter_map(|(t, d)| matches!(d, Decision::Prewarm { .. }).then_some(*t))
+        .collect();
+    assert_eq!(prewarms, [327_000], "{log:?}");
+    let first = log.iter().find_map(|(at, d)| match d {
+        Decision::Assign { job, source, .. } if *at == 330_000 => Some((*job, *source)),
+        _ => None,
+    });
+    assert_eq!(first, Some((JobId(25), Source::Warm)));
+    assert_eq!(f.pool.snapshot().callers[0].period_ms, Some(60_000));
+}
