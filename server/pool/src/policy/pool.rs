@@ -198,6 +198,9 @@ struct Job {
     /// In the queue (accepted, not started).
     enqueued: bool,
     running: bool,
+    /// It took a pod re-warmed for its caller whose binding (`lead`) is not
+    /// done: it waits for it, so it did not start warm.
+    binding: bool,
 }
 
 impl Job {
@@ -785,12 +788,14 @@ impl Pool {
                 starting: Vec::new(),
                 enqueued: false,
                 running: false,
+                binding: false,
             },
         );
         self.take_warm(req.job);
         if self.mode.objective {
             const ALPHA: f64 = 1.0 / 256.0;
-            let warm = self.jobs[&req.job].need() == 0;
+            let job = &self.jobs[&req.job];
+            let warm = job.need() == 0 && !job.binding;
             self.served[0] = self.served[0].mul_add(1.0 - ALPHA, f64::from(u8::from(warm)));
             self.served[1] = self.served[1].mul_add(1.0 - ALPHA, 1.0);
         }
@@ -867,7 +872,12 @@ impl Pool {
             })
             .collect();
         fits.sort_unstable_by(|a, b| b.cmp(a));
+        let lead = self.cfg.rewarm.lead;
         for (since, pod) in fits.into_iter().take(need as usize) {
+            // A re-warmed pod is warm once its binding is done.
+            let binding = self.pods.get(&pod).is_some_and(|p| {
+                matches!(p.state, PodState::Warm(w) if matches!(w.basis, Basis::Rewarmed { .. }))
+            }) && since + lead > self.now;
             self.detach(pod);
             self.set_state(pod, PodState::Reserved(id));
             let reason = Reason::WarmAffinity {
@@ -875,6 +885,7 @@ impl Pool {
                 idle_ms: self.now.as_millis().saturating_sub(since.as_millis()),
             };
             if let Some(job) = self.jobs.get_mut(&id) {
+                job.binding |= binding;
                 job.held.push(HeldPod {
                     pod,
                     source: Source::Warm,
@@ -2191,6 +2202,13 @@ impl Pool {
         }
     }
 
+    /// Jobs that started within the objective's class, and all jobs, as
+    /// the objective counts them.
+    #[cfg(test)]
+    pub(crate) fn served_warm(&self) -> (f64, f64) {
+        (self.served[0], self.served[1])
+    }
+
     /// Checks every invariant the module docs promise; panics with what broke.
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
@@ -2282,5 +2300,84 @@ impl Pool {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{RewarmConfig, StandbyConfig};
+
+    fn at(pool: &mut Pool, ms: u64, e: Event) -> Vec<Decision> {
+        let mut out = Vec::new();
+        pool.handle(Instant::from_millis(ms), e, &mut out).unwrap();
+        pool.check_invariants();
+        out
+    }
+
+    #[test]
+    fn a_burst_left_to_standby_raises_the_standby_target() {
+        let cfg = Config {
+            standby: StandbyConfig {
+                min: 0,
+                max: 8,
+                // Recent handovers alone are forgotten within 10 s.
+                horizon: Duration::from_secs(10),
+                ..StandbyConfig::default()
+            },
+            rewarm: RewarmConfig::default(),
+            ..Config::default()
+        };
+        let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
+        let caller = CallerId(1);
+        // Bursts of one job every 80 s (cancelled before a pod is ready):
+        // periodic after the fourth.
+        for i in 0..4u64 {
+            let req = Request::new(JobId(i), caller, TenantId(0));
+            at(&mut pool, i * 80_000, Event::JobQueued(req));
+            at(
+                &mut pool,
+                i * 80_000 + 200,
+                Event::JobFinished { job: JobId(i) },
+            );
+        }
+        // Its next burst (due at 320 s) is not worth a re-warm: it will take
+        // a standby pod.
+        let b = pool.next_burst(caller).unwrap();
+        assert_eq!(b.earliest, Instant::from_millis(320_000));
+        if let Some(t) = pool
+            .callers
+            .get_mut(&caller)
+            .and_then(|c| c.rewarm_at.take())
+        {
+            pool.rewarms.remove(&(t, caller));
+        }
+        pool.schedule_handover(caller, b);
+        pool.check_invariants();
+        // Notice: a pod start (30 s) and a tenth, and the lead (3 s).
+        let notice = 36_000;
+        at(&mut pool, 320_000 - notice - 1_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 0);
+        let d = at(&mut pool, 320_000 - notice, Event::Tick);
+        assert_eq!(pool.standby_target(), 1);
+        assert!(d.iter().any(|d| matches!(
+            d,
+            Decision::StartPod {
+                purpose: Purpose::Standby,
+                reason: Reason::StandbyRefill { target: 1, .. },
+                ..
+            }
+        )));
+        // The burst comes: it no longer counts, and the pod it took is not
+        // replaced for it.
+        let req = Request::new(JobId(9), caller, TenantId(0));
+        at(&mut pool, 321_000, Event::JobQueued(req));
+        assert!(pool.handovers_due.is_empty());
+        // A burst that never comes stops counting once overdue.
+        let b = pool.next_burst(caller).unwrap();
+        pool.schedule_handover(caller, b);
+        let overdue = b.latest + pool.cfg.rewarm.grace + Duration::from_millis(1);
+        at(&mut pool, overdue.as_millis(), Event::Tick);
+        assert!(pool.handovers_due.is_empty());
     }
 }

@@ -1307,6 +1307,34 @@ fn a_loop_tells_each_pool_when_the_caller_runs_elsewhere() {
 }
 
 #[test]
+fn the_price_never_falls_below_a_handovers_refill_and_binding() {
+    // Caller 1 pauses 1 s, enough for a low objective; caller 2 pauses 5 s,
+    // so each of its warm starts costs 8 shares x 5 s = 40 000 share-ms.
+    let a: Vec<(u64, u64)> = (0..40).map(|i| (i * 1_200, 200)).collect();
+    let b: Vec<(u64, u64)> = (0..12).map(|i| (100 + i * 5_200, 200)).collect();
+    let mut script = jobs_of(1, 0, &a);
+    script.extend(jobs_of(2, 100, &b));
+    let (mut f, _) = Fake::new(Kind::Firepool, objective_cfg(0.1));
+    play(&mut f, script, 0);
+    f.at(70_000).ev(Event::Tick);
+    let snap = f.pool.snapshot();
+    // A handover refills a standby pod (a pod start at 1 share) and binds
+    // at the pod's size for `lead` (3 s at 8 shares) before the job runs.
+    // The fake readies pods at once: two starts observed in 0 s bring the
+    // estimate of a pod start from 30 s to 30 s x 0.8 x 0.8.
+    assert_eq!(snap.objective.unwrap().price_share_ms, 19_200 + 3_000 * 8);
+    // Keeping caller 2's pod is cheaper than that, though dearer than the
+    // refill alone: its pauses are covered though the objective alone
+    // would not buy them.
+    let c2 = snap
+        .callers
+        .iter()
+        .find(|c| c.caller == CallerId(2))
+        .unwrap();
+    assert!(c2.keep_alive_ms.unwrap() >= 5_000, "{c2:?}");
+}
+
+#[test]
 fn a_late_burst_does_not_make_a_periodic_caller_irregular() {
     let mut c = Config {
         objective: Some(ObjectiveConfig::default()),
@@ -1343,4 +1371,48 @@ fn a_late_burst_does_not_make_a_periodic_caller_irregular() {
     });
     assert_eq!(first, Some((JobId(25), Source::Warm)));
     assert_eq!(f.pool.snapshot().callers[0].period_ms, Some(60_000));
+}
+
+#[test]
+fn a_job_on_a_pod_still_binding_is_not_counted_warm() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts of 3 jobs every 60 s: periodic after the fourth, the fifth
+    // re-warmed at 237 s (`lead`, 3 s, before it is due).
+    let mut jobs = Vec::new();
+    for burst in 0..4u64 {
+        for j in 0..3 {
+            jobs.push((burst * 60_000 + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 237_500);
+    assert!(
+        log.iter()
+            .any(|(t, d)| *t == 237_000 && matches!(d, Decision::Prewarm { .. })),
+        "{log:?}"
+    );
+    // The burst comes 1 s into the binding: the job takes its caller's
+    // pod, warm, but waits for the binding, so the objective does not
+    // count it as started warm.
+    let (warm, all) = f.pool.served_warm();
+    let d = f.at(238_000).queue(12, 9);
+    assert_eq!(assigns(&d).first().map(|a| a.2), Some(Source::Warm));
+    let decay = 1.0 - 1.0 / 256.0;
+    let (warm_after, all_after) = f.pool.served_warm();
+    assert!(
+        warm.mul_add(-decay, warm_after).abs() < 1e-9,
+        "{warm} -> {warm_after}"
+    );
+    assert!((all_after - all.mul_add(decay, 1.0)).abs() < 1e-9);
 }
