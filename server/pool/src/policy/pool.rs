@@ -241,6 +241,9 @@ struct CallerState {
     /// When its next burst, not worth a re-warm, is due at the earliest
     /// (it will take a standby pod), and until when it is expected.
     handover_at: Option<(Instant, Instant)>,
+    /// How long its jobs here waited for pods in its current burst, and in
+    /// the one before: waits that delayed its loop and so its next burst.
+    waited_ms: [u64; 2],
     /// Size of its last job here.
     size: Shares,
     /// Running jobs in another pool.
@@ -298,6 +301,10 @@ pub struct Pool {
     queued_pods: u32,
     arrivals: Rate,
     handovers: PeakWindow,
+    /// The longest regular period of a periodic caller here, as of the
+    /// last burst: handovers are remembered at least that long, so a step's
+    /// burst still sizes standby when the next step comes.
+    longest_period_ms: u64,
     start_time: StartTime,
     budget: Option<(Shares, BudgetInputs)>,
     emitted_budget: Option<Shares>,
@@ -350,6 +357,7 @@ impl Pool {
             queued_pods: 0,
             arrivals: Rate::default(),
             handovers: PeakWindow::default(),
+            longest_period_ms: 0,
             start_time: StartTime::new(millis(config.start_estimate)),
             budget: None,
             emitted_budget: None,
@@ -495,6 +503,34 @@ impl Pool {
             period_ms: lo,
         };
         (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
+    }
+
+    /// The caller's next burst guessed from its last period alone, while it
+    /// is not yet periodic: not enough to bind a pod ahead of it, but enough
+    /// for the standby target to expect it. The window spreads `max_spread`
+    /// either side of the last period (an early step was slowed by cold
+    /// starts, so the next may come sooner).
+    fn guess_burst(&self, caller: CallerId) -> Option<Burst> {
+        if !self.mode.rewarm {
+            return None;
+        }
+        let c = self.callers.get(&caller)?;
+        let last = c.last_burst?;
+        if self.period(c).is_some() {
+            return None;
+        }
+        let p = c.periods.last()?;
+        let spread = self.cfg.rewarm.max_spread;
+        let quick = p.saturating_sub(c.waited_ms[1]);
+        let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64;
+        let hi = (p as f64 * (1.0 + spread)) as u64;
+        let burst = Burst {
+            last,
+            earliest: last + Duration::from_millis(lo),
+            latest: last + Duration::from_millis(hi),
+            period_ms: p,
+        };
+        (p > 0 && burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
     }
 
     /// Handles one event at `now`, pushing decisions onto `out`. On error the
@@ -696,6 +732,7 @@ impl Pool {
                 periods: Pauses::default(),
                 rewarm_at: None,
                 handover_at: None,
+                waited_ms: [0; 2],
                 size,
                 elsewhere: false,
                 in_flight: 0,
@@ -727,6 +764,7 @@ impl Pool {
                 );
             }
             caller.last_burst = Some(now);
+            caller.waited_ms = [0, caller.waited_ms[0]];
         }
         // A new burst ends the wait for the one a re-warm was scheduled for.
         let rewarm = if burst { caller.rewarm_at.take() } else { None };
@@ -755,6 +793,14 @@ impl Pool {
         if paused || burst {
             self.rematch(req.caller);
         }
+        if burst {
+            self.longest_period_ms = self
+                .callers
+                .values()
+                .filter_map(|c| self.period(c).map(|(_, hi)| hi))
+                .max()
+                .unwrap_or(0);
+        }
         // Scheduled now, the re-warm for the next burst has its standby pod
         // started in time however short the pause.
         if burst && let Some(b) = self.next_burst(req.caller) {
@@ -762,6 +808,8 @@ impl Pool {
                 Some(bind_at) => self.schedule_rewarm(req.caller, bind_at),
                 None => self.schedule_handover(req.caller, b),
             }
+        } else if burst && let Some(b) = self.guess_burst(req.caller) {
+            self.schedule_handover(req.caller, b);
         }
 
         self.tenants
@@ -801,12 +849,8 @@ impl Pool {
         }
         let need = self.jobs[&req.job].need();
         if need > 0 {
-            self.handovers.record(
-                now,
-                need,
-                self.start_time.ms(),
-                millis(self.cfg.standby.horizon),
-            );
+            self.handovers
+                .record(now, need, self.start_time.ms(), self.standby_horizon());
             self.take_standby(req.job, out);
         }
         if self.jobs[&req.job].need() == 0 {
@@ -990,6 +1034,10 @@ impl Pool {
         let starting = std::mem::take(&mut job.starting);
         let snapshot = job.clone();
         self.dequeue(id, &snapshot);
+        let waited = millis(self.now.saturating_since(snapshot.queued_at));
+        if let Some(c) = self.callers.get_mut(&snapshot.caller) {
+            c.waited_ms[0] += waited;
+        }
         if let Some(job) = self.jobs.get_mut(&id) {
             job.enqueued = false;
         }
@@ -1815,7 +1863,7 @@ impl Pool {
         let s = &self.cfg.standby;
         let peak = self
             .handovers
-            .peak(self.now, self.start_time.ms(), millis(s.horizon));
+            .peak(self.now, self.start_time.ms(), self.standby_horizon());
         // Re-warms due within a pod start (and a tenth and the lead, for a
         // margin) need standby pods ready by then, besides those for
         // handovers; so do periodic bursts due that soon which are not
@@ -1827,6 +1875,14 @@ impl Pool {
         peak.max(count(bursts))
             .saturating_add(count(due))
             .clamp(s.min, s.max)
+    }
+
+    /// How long handovers size the standby target: the configured horizon,
+    /// or the longest regular period of a periodic caller and a pod start,
+    /// if longer, so a step's handovers are remembered until the next step.
+    fn standby_horizon(&self) -> u64 {
+        let step = self.longest_period_ms + self.start_time.ms();
+        millis(self.cfg.standby.horizon).max(step)
     }
 
     /// How long before a re-warm the standby pod it takes is started.

@@ -28,6 +28,17 @@ impl Pauses {
         self.ring.len()
     }
 
+    /// The pause pushed last.
+    pub(crate) fn last(&self) -> Option<u64> {
+        let n = self.ring.len();
+        let i = if self.next == 0 {
+            n.checked_sub(1)?
+        } else {
+            self.next - 1
+        };
+        self.ring.get(i).map(|&ms| u64::from(ms))
+    }
+
     /// The remembered pauses, in no particular order.
     pub(crate) fn as_slice(&self) -> &[u32] {
         &self.ring
