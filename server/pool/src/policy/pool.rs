@@ -506,10 +506,11 @@ impl Pool {
     }
 
     /// The caller's next burst guessed from its last period alone, while it
-    /// is not yet periodic: not enough to bind a pod ahead of it, but enough
-    /// for the standby target to expect it. The window spreads `max_spread`
-    /// either side of the last period (an early step was slowed by cold
-    /// starts, so the next may come sooner).
+    /// is not periodic (too few periods, or irregular ones): not enough to
+    /// bind a pod ahead of it, but enough for the standby target to expect
+    /// it. Waits for pods in its last burst delayed its loop (a step slowed
+    /// by cold starts), so the window opens `max_spread` before the period
+    /// net of them, and closes `max_spread` after the whole period.
     fn guess_burst(&self, caller: CallerId) -> Option<Burst> {
         if !self.mode.rewarm {
             return None;
@@ -2410,6 +2411,9 @@ mod tests {
         }
         pool.schedule_handover(caller, b);
         pool.check_invariants();
+        // Here the expected burst alone counts: past handovers, remembered
+        // for a period, are forgotten.
+        pool.longest_period_ms = 0;
         // Notice: a pod start (30 s) and a tenth, and the lead (3 s).
         let notice = 36_000;
         at(&mut pool, 320_000 - notice - 1_000, Event::Tick);
@@ -2435,5 +2439,39 @@ mod tests {
         let overdue = b.latest + pool.cfg.rewarm.grace + Duration::from_millis(1);
         at(&mut pool, overdue.as_millis(), Event::Tick);
         assert!(pool.handovers_due.is_empty());
+    }
+
+    #[test]
+    fn handovers_are_remembered_for_the_longest_period() {
+        let cfg = Config {
+            standby: StandbyConfig {
+                min: 0,
+                max: 8,
+                horizon: Duration::from_secs(10),
+                ..StandbyConfig::default()
+            },
+            ..Config::default()
+        };
+        let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
+        // Bursts of one job every 200 s, each a handover (no pod is warm):
+        // periodic after the fourth.
+        for i in 0..4u64 {
+            let req = Request::new(JobId(i), CallerId(1), TenantId(0));
+            at(&mut pool, i * 200_000, Event::JobQueued(req));
+            at(
+                &mut pool,
+                i * 200_000 + 200,
+                Event::JobFinished { job: JobId(i) },
+            );
+        }
+        // Handovers are remembered for the period and a pod start (30 s),
+        // not the 10 s horizon: the last one still sizes standby 150 s on,
+        // before the next burst's re-warm is due.
+        assert_eq!(pool.standby_horizon(), 230_000);
+        at(&mut pool, 750_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 1);
+        at(&mut pool, 600_000 + 230_001, Event::Tick);
+        assert!(pool.rewarms.is_empty() && pool.handovers_due.is_empty());
+        assert_eq!(pool.standby_target(), 0);
     }
 }

@@ -1416,3 +1416,83 @@ fn a_job_on_a_pod_still_binding_is_not_counted_warm() {
     );
     assert!((all_after - all.mul_add(decay, 1.0)).abs() < 1e-9);
 }
+
+#[test]
+fn a_callers_next_burst_is_expected_from_one_period() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 0,
+        max: 8,
+        // Recent handovers alone are forgotten within 10 s.
+        horizon: Duration::from_secs(10),
+        ..StandbyConfig::default()
+    };
+    c.keep_alive.default = Duration::from_secs(1);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    // Two bursts 100 s apart: one period, not yet periodic (three are
+    // needed), so nothing is re-warmed, but its third burst is expected
+    // 70 to 130 s after the second (a spread of 0.3 either side).
+    let mut jobs = Vec::new();
+    for start in [0, 100_000] {
+        for j in 0..3 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 101_000);
+    assert!(
+        !log.iter()
+            .any(|(_, d)| matches!(d, Decision::Prewarm { .. })),
+        "{log:?}"
+    );
+    assert_eq!(f.pool.snapshot().callers[0].period_ms, None);
+    f.at(120_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 0);
+    // Within a pod start (and the lead) of 170 s, a standby pod is kept
+    // for it until it comes.
+    let d = f.at(168_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+    assert!(
+        d.iter().any(|d| matches!(
+            d,
+            Decision::StartPod {
+                purpose: Purpose::Standby,
+                ..
+            }
+        )),
+        "{d:?}"
+    );
+    f.at(200_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+    // It never came: forgotten once 130 s (and the grace) are past.
+    f.at(236_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 0);
+}
+
+#[test]
+fn a_burst_slowed_by_pod_starts_makes_the_next_expected_sooner() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 0,
+        max: 8,
+        horizon: Duration::from_secs(10),
+        ..StandbyConfig::default()
+    };
+    c.keep_alive.default = Duration::from_secs(300);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    // The first burst's job waits 30 s for its pod: its loop ran 30 s
+    // late, so of the 100 s to the second burst only 70 s are its own.
+    let d = f.at(0).queue(0, 9);
+    let pod = starts(&d)[0];
+    let d = f.at(30_000).ready(pod);
+    assert_eq!(assigns(&d), [(JobId(0), pod, Source::Cold)]);
+    f.at(30_200).finish(0);
+    assert_eq!(f.at(100_000).run(1, 9).0, Source::Warm);
+    f.at(100_200).finish(1);
+    // The third burst is expected from 70 s x 0.7 = 49 s after the second,
+    // and standby is kept for it a pod start (30 s, and a tenth, and the
+    // 3 s lead) before: from 113 s, not from 134 s.
+    f.at(112_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 0);
+    f.at(114_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+}
