@@ -261,6 +261,10 @@ struct Burst {
     last: Instant,
     earliest: Instant,
     latest: Instant,
+    /// When a pod held or bound for it is released if it has not come:
+    /// after the longest remembered period (a late burst, one of those the
+    /// regular periods leave out, still finds it) and the grace.
+    overdue: Instant,
     period_ms: u64,
 }
 
@@ -496,10 +500,17 @@ impl Pool {
         let c = self.callers.get(&caller)?;
         let last = c.last_burst?;
         let (lo, hi) = self.period(c)?;
+        let longest = c
+            .periods
+            .as_slice()
+            .iter()
+            .max()
+            .map_or(hi, |&p| u64::from(p));
         let burst = Burst {
             last,
             earliest: last + Duration::from_millis(lo),
             latest: last + Duration::from_millis(hi),
+            overdue: last + Duration::from_millis(longest.max(hi)) + self.cfg.rewarm.grace,
             period_ms: lo,
         };
         (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
@@ -529,6 +540,7 @@ impl Pool {
             last,
             earliest: last + Duration::from_millis(lo),
             latest: last + Duration::from_millis(hi),
+            overdue: last + Duration::from_millis(hi) + self.cfg.rewarm.grace,
             period_ms: p,
         };
         (p > 0 && burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
@@ -1305,7 +1317,7 @@ impl Pool {
                     let basis = Basis::NextBurst {
                         period_ms: b.period_ms,
                     };
-                    self.set_expiry(pod, Some(b.latest + r.grace), basis);
+                    self.set_expiry(pod, Some(b.overdue), basis);
                     continue;
                 }
                 self.schedule_rewarm(w.caller, bind_at);
@@ -1744,7 +1756,6 @@ impl Pool {
     /// still idle here and its burst still expected.
     fn rewarm(&mut self, out: &mut Vec<Decision>) {
         let now = self.now;
-        let grace = self.cfg.rewarm.grace;
         while let Some(&(t, id)) = self.rewarms.first() {
             if t > now {
                 break;
@@ -1783,7 +1794,7 @@ impl Pool {
             let basis = Basis::Rewarmed {
                 period_ms: b.period_ms,
             };
-            self.set_expiry(pod, Some(b.latest + grace), basis);
+            self.set_expiry(pod, Some(b.overdue), basis);
             out.push(Decision::Prewarm {
                 pod,
                 caller: id,
