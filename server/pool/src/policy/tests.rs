@@ -1496,3 +1496,52 @@ fn a_burst_slowed_by_pod_starts_makes_the_next_expected_sooner() {
     f.at(114_000).ev(Event::Tick);
     assert_eq!(f.pool.snapshot().standby_target, 1);
 }
+
+#[test]
+fn a_pod_rewarmed_for_a_burst_waits_for_it_as_long_as_the_longest_period() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts every 60 s, the third 30 s late: the regular periods are 60 s,
+    // the longest 90 s. The sixth burst, re-warmed for at 327 s, comes 10 s
+    // after the latest regular period and the 5 s grace.
+    let mut jobs = Vec::new();
+    for start in [0, 60_000, 150_000, 210_000, 270_000, 340_000] {
+        for j in 0..5 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 341_000);
+    let prewarmed = log.iter().find_map(|(t, d)| match d {
+        Decision::Prewarm { pod, .. } if *t == 327_000 => Some(*pod),
+        _ => None,
+    });
+    let pod = prewarmed.expect("re-warmed at 327 s");
+    // The pod waits for it (released by 375 s, 90 s and the grace, at
+    // the latest), so it starts warm.
+    assert!(
+        !log.iter()
+            .any(|(_, d)| matches!(d, Decision::Release { pod: p, .. } if *p == pod)),
+        "{log:?}"
+    );
+    let first = log.iter().find_map(|(at, d)| match d {
+        Decision::Assign {
+            job,
+            source,
+            pod: p,
+            ..
+        } if *at == 340_000 => Some((*job, *source, *p)),
+        _ => None,
+    });
+    assert_eq!(first, Some((JobId(25), Source::Warm, pod)));
+}
