@@ -1,14 +1,17 @@
 //! The frontier benchmark: on each member of the `agent-heavy` and
 //! `rl-mixed` trace families (pause tails, profile mixes, step sizes,
-//! pauses and caller counts drawn from the seed), every fixed keep-alive,
-//! always-on and firepool, cold start 30 s, promotion 1 s, warm 0.1 s. Prints
-//! each member's table and firepool's frontier targets (dominated by no
-//! fixed keep-alive, <= 0.55 of always-on's GPU-hours, p90 start within
-//! 1.5x of always-on's, >= 95 % warm or standby, >= 95 % of always-on's loop
-//! speed-up), and writes the charts next to the traces.
+//! pauses and caller counts drawn from the seed), and on the original `rl`
+//! trace (32 workers, 20 jobs a step, a 30 s training pause) of each seed,
+//! every fixed keep-alive, always-on and firepool, cold start 30 s,
+//! promotion 1 s, warm 0.1 s. Prints each trace's table and firepool's
+//! frontier targets (dominated by no fixed keep-alive, <= 0.55 of
+//! always-on's GPU-hours, p90 start within 1.5x of always-on's, >= 95 % warm
+//! or standby, >= 95 % of always-on's loop speed-up), and writes the charts
+//! next to the traces.
 //!
 //! `cargo bench -p hearth-pool --bench frontier`
 //! Environment: `HEARTH_SEEDS` (comma-separated, default 1,2,3,4),
+//! `HEARTH_KINDS` (comma-separated, default agent-heavy,rl-mixed,rl),
 //! `HEARTH_OUT` (where traces and charts go, default the temp directory).
 
 use std::fs::File;
@@ -26,7 +29,12 @@ fn main() {
     let out = std::env::var_os("HEARTH_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
     let params = SimParams::default();
     let mut missed = 0;
-    for kind in [TraceKind::AgentHeavy, TraceKind::RlMixed] {
+    let kinds: Vec<TraceKind> = std::env::var("HEARTH_KINDS")
+        .unwrap_or_else(|_| "agent-heavy,rl-mixed,rl".to_owned())
+        .split(',')
+        .map(|k| k.trim().parse().expect("HEARTH_KINDS"))
+        .collect();
+    for &kind in &kinds {
         for &seed in &seeds {
             let callers = sim::family_callers(kind, seed);
             let jobs = sim::family_jobs(kind, callers);

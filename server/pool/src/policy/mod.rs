@@ -810,12 +810,15 @@ pub enum Reason {
         basis: Basis,
     },
     /// The caller's bursts come every `period_ms`; the next is due in
-    /// `due_in_ms`, so a standby pod is bound to it now rather than a pod
-    /// held through the pause.
+    /// `due_in_ms` at the earliest, so a standby pod is bound to it now
+    /// rather than a pod held through the pause. Bound now, it serves warm
+    /// `covers_permille` of the bursts its recent periods predict: binding
+    /// earlier would cost more per warm start than the pool's price.
     Rewarm {
         caller: CallerId,
         period_ms: u64,
         due_in_ms: u64,
+        covers_permille: u32,
     },
     /// Warm plus standby pods held more than the pool's budget.
     OverBudget { held: Shares, budget: Shares },
@@ -963,11 +966,14 @@ impl Reason {
                 caller,
                 period_ms,
                 due_in_ms,
+                covers_permille,
             } => format!(
-                "{}'s bursts come every {:.1} s, the next in {:.1} s: standby bound to it ahead",
+                "{}'s bursts come every {:.1} s, the next in {:.1} s: standby bound to it ahead \
+                 (warm for {:.1} % of its recent bursts)",
                 c(caller),
                 s(period_ms),
-                s(due_in_ms)
+                s(due_in_ms),
+                f64::from(*covers_permille) / 10.0
             ),
             Reason::OverBudget { held, budget } => format!(
                 "warm plus standby hold {} shares, over the budget of {}; idle longest goes first",

@@ -15,6 +15,16 @@
 //! least capacity that meets it, and the slope of the last offer taken is
 //! the price every caller then chooses at. Pure arithmetic on the pauses the
 //! policy keeps; no clock.
+//!
+//! A caller whose bursts come at a regular period is not held through its
+//! long pauses: its pod is released and a standby pod bound to it ahead of
+//! the next burst (a re-warm). When to bind is priced the same way: binding
+//! at an offset from the burst's start serves warm the bursts that come
+//! later (the recent periods tell which share), and holds the pod from the
+//! binding until the burst comes. Its candidates (no re-warm, or a binding
+//! `lead` before each remembered period) make a second curve, and a caller
+//! offers the sum of its two curves: the keep-alive for its short pauses,
+//! the binding for its long ones.
 
 /// One candidate keep-alive of a caller.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,8 +34,14 @@ pub(crate) struct Point {
     pub(crate) warm: f64,
     /// GPU shares x ms held per pause.
     pub(crate) cost: f64,
+    /// The keep-alive; on a re-warm curve, how long after a burst's start
+    /// the next one's pod is bound ([`NEVER`]: it is not re-warmed).
     pub(crate) keep_ms: u64,
 }
+
+/// A re-warm curve's candidate that binds nothing: the burst's first job
+/// takes a standby pod.
+pub(crate) const NEVER: u64 = u64::MAX;
 
 /// The lower convex hull of a caller's candidates, by increasing warm share.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -42,9 +58,23 @@ pub(crate) struct Shape {
     pub(crate) margin: f64,
     pub(crate) min_ms: u64,
     pub(crate) max_ms: u64,
-    /// Pauses at least this long are served warm whatever the keep-alive
-    /// (a re-warm covers them), and no keep-alive reaches them.
+    /// Pauses at least this long are left to the re-warm: no keep-alive
+    /// reaches them, and they count here as not warm (the re-warm curve
+    /// prices them).
     pub(crate) covered_from: Option<u64>,
+}
+
+/// What a re-warm curve is built from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RewarmShape {
+    /// GPU shares of the caller's pod (at least 1 is charged).
+    pub(crate) shares: u32,
+    /// A burst that comes at least this long after its pod was bound finds
+    /// it warm (the binding is done).
+    pub(crate) lead_ms: u64,
+    /// Share of the caller's pauses that end a burst (the re-warm serves
+    /// those): the curve is per pause, as the keep-alive's.
+    pub(crate) share: f64,
 }
 
 impl Curve {
@@ -61,32 +91,70 @@ impl Curve {
         for &p in &sorted {
             prefix.push(prefix.last().copied().unwrap_or(0).saturating_add(p));
         }
-        let covered = shape
-            .covered_from
-            .map_or(0, |c| n - sorted.partition_point(|&p| p < c));
         let limit = shape.covered_from.unwrap_or(u64::MAX);
+        let reachable = sorted.partition_point(|&p| p < limit);
         let shares = f64::from(shape.shares.max(1));
         let point = |k: u64| {
             let within = sorted.partition_point(|&p| p <= k);
             let held = ((n - within) as f64).mul_add(k as f64, prefix[within] as f64);
             Point {
-                warm: (within.min(n - covered) + covered) as f64 / n as f64,
+                warm: within.min(reachable) as f64 / n as f64,
                 cost: shares * held / n as f64,
                 keep_ms: k,
             }
         };
         let mut candidates = vec![shape.min_ms];
-        for &p in &sorted {
+        for &p in &sorted[..reachable] {
             let k = (p as f64 * (1.0 + shape.margin)).ceil() as u64;
-            if p >= limit {
-                break;
-            }
             candidates.push(k.clamp(shape.min_ms, shape.max_ms.max(shape.min_ms)));
         }
         candidates.dedup();
-        let mut hull: Vec<Point> = Vec::with_capacity(candidates.len());
-        for k in candidates {
-            let p = point(k);
+        Curve::hull(candidates.into_iter().map(point))
+    }
+
+    /// The re-warm curve of a caller whose recent periods (ms between burst
+    /// starts, any order) are `periods`: not re-warming (no warm start, no
+    /// cost), or binding `lead` before each remembered period, which serves
+    /// warm the bursts that come no sooner and holds the pod from the
+    /// binding to the burst.
+    pub(crate) fn rewarm(periods: &[u32], shape: RewarmShape) -> Curve {
+        let m = periods.len();
+        if m == 0 || shape.share <= 0.0 {
+            return Curve::default();
+        }
+        let mut sorted: Vec<u64> = periods.iter().map(|&p| u64::from(p)).collect();
+        sorted.sort_unstable();
+        let shares = f64::from(shape.shares.max(1));
+        let per = shape.share / m as f64;
+        let never = Point {
+            warm: 0.0,
+            cost: 0.0,
+            keep_ms: NEVER,
+        };
+        // Latest binding first: warm share grows as the binding moves earlier.
+        let mut points = vec![never];
+        let mut offsets: Vec<u64> = sorted
+            .iter()
+            .map(|&p| p.saturating_sub(shape.lead_ms))
+            .collect();
+        offsets.dedup();
+        for &at in offsets.iter().rev() {
+            let warm = sorted.iter().filter(|&&p| p >= at + shape.lead_ms).count();
+            let held: u64 = sorted.iter().map(|&p| p.saturating_sub(at)).sum();
+            points.push(Point {
+                warm: warm as f64 * per,
+                cost: shares * held as f64 * per,
+                keep_ms: at,
+            });
+        }
+        Curve::hull(points.into_iter())
+    }
+
+    /// The lower convex hull of `points`, given by increasing warm share
+    /// (ties: cheapest first).
+    fn hull(points: impl Iterator<Item = Point>) -> Curve {
+        let mut hull: Vec<Point> = Vec::new();
+        for p in points {
             // Same warm share for more: never worth it.
             if hull.last().is_some_and(|l| p.warm <= l.warm) {
                 continue;
@@ -107,6 +175,37 @@ impl Curve {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.hull.is_empty()
+    }
+
+    /// The curve of taking one candidate of each: the sum of the cheapest
+    /// start points, then every offer of both, cheapest first (the
+    /// Minkowski sum of the two hulls). Its points' `keep_ms` mean nothing;
+    /// choose on each curve at the same price instead.
+    pub(crate) fn plus(&self, other: &Curve) -> Curve {
+        let (Some(a), Some(b)) = (self.hull.first(), other.hull.first()) else {
+            return if self.is_empty() {
+                other.clone()
+            } else {
+                self.clone()
+            };
+        };
+        let mut at = Point {
+            warm: a.warm + b.warm,
+            cost: a.cost + b.cost,
+            keep_ms: 0,
+        };
+        let mut offers: Vec<(f64, f64)> = self.offers().chain(other.offers()).collect();
+        offers.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut hull = vec![at];
+        for (slope, gain) in offers {
+            at = Point {
+                warm: at.warm + gain,
+                cost: slope.mul_add(gain, at.cost),
+                keep_ms: 0,
+            };
+            hull.push(at);
+        }
+        Curve { hull }
     }
 
     /// The best candidate at `price` (shares x ms per warm start): the
@@ -209,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn pauses_a_rewarm_covers_are_warm_at_no_keep_alive() {
+    fn pauses_left_to_the_rewarm_are_neither_reached_nor_counted_warm() {
         let c = Curve::new(
             &[500, 600, 60_000, 90_000],
             Shape {
@@ -218,8 +317,68 @@ mod tests {
             },
         );
         let last = c.choose(1e12).unwrap();
-        assert_eq!((last.keep_ms, last.warm), (600, 1.0));
-        assert_eq!(c.choose(0.0).unwrap().warm, 0.5);
+        assert_eq!((last.keep_ms, last.warm), (600, 0.5));
+        assert_eq!(c.choose(0.0).unwrap().warm, 0.0);
+    }
+
+    #[test]
+    fn a_rewarm_binds_as_late_as_the_price_allows() {
+        // Periods of 40, 41, 42 and 50 s; bound 3 s before a period, a pod
+        // of 8 shares serves warm the bursts that come no sooner. Half the
+        // caller's pauses end a burst.
+        let r = RewarmShape {
+            shares: 8,
+            lead_ms: 3_000,
+            share: 0.5,
+        };
+        let c = Curve::rewarm(&[42_000, 50_000, 40_000, 41_000], r);
+        // Nothing bought: no re-warm.
+        let p = c.choose(0.0).unwrap();
+        assert_eq!((p.keep_ms, p.warm, p.cost), (NEVER, 0.0, 0.0));
+        // Everything bought: bound 3 s before the shortest period, every
+        // burst warm, each holding the pod from 37 s to its start.
+        let p = c.choose(1e12).unwrap();
+        assert_eq!((p.keep_ms, p.warm), (37_000, 0.5));
+        let held = (3 + 4 + 5 + 13) as f64 * 1000.0;
+        assert!((p.cost - 8.0 * held * 0.5 / 4.0).abs() < 1e-6, "{p:?}");
+        // The hull grows warm share with every earlier binding, and each
+        // extra warm start costs more than the one before.
+        let slopes: Vec<f64> = c.offers().map(|o| o.0).collect();
+        assert!(slopes.windows(2).all(|w| w[0] <= w[1]), "{slopes:?}");
+        // At a middling price the binding waits past the shortest period.
+        let mid = c.choose(slopes[0]).unwrap();
+        assert!(mid.keep_ms > 37_000 && mid.keep_ms != NEVER, "{mid:?}");
+        assert!(Curve::rewarm(&[], r).is_empty());
+    }
+
+    #[test]
+    fn the_sum_of_two_curves_offers_both_cheapest_first() {
+        let keep = Curve::new(&[1_000, 2_000, 60_000, 60_000], shape());
+        let rewarm = Curve::rewarm(
+            &[60_000, 61_000, 62_000],
+            RewarmShape {
+                shares: 1,
+                lead_ms: 1_000,
+                share: 0.5,
+            },
+        );
+        let sum = keep.plus(&rewarm);
+        let (a, b) = (keep.hull[0], rewarm.hull[0]);
+        assert_eq!(sum.hull[0].warm, a.warm + b.warm);
+        let last = sum.hull.last().unwrap();
+        let (ka, kb) = (keep.hull.last().unwrap(), rewarm.hull.last().unwrap());
+        assert!((last.warm - (ka.warm + kb.warm)).abs() < 1e-9);
+        assert!((last.cost - (ka.cost + kb.cost)).abs() < 1e-6);
+        // Convex: offers never get cheaper.
+        let slopes: Vec<f64> = sum.offers().map(|o| o.0).collect();
+        assert!(slopes.windows(2).all(|w| w[0] <= w[1]), "{slopes:?}");
+        // At any price, the sum predicts what each curve chooses.
+        for price in [0.0, 500.0, 2_000.0, 1e6] {
+            let want = keep.choose(price).unwrap().warm + rewarm.choose(price).unwrap().warm;
+            let got = sum.choose(price).unwrap().warm;
+            assert!((want - got).abs() < 1e-9, "at {price}: {want} vs {got}");
+        }
+        assert_eq!(Curve::default().plus(&keep), keep);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use super::gpu::Inventory;
-use super::objective::{self, Curve, Shape};
+use super::objective::{self, Curve, NEVER, RewarmShape, Shape};
 use super::stats::{Pauses, PeakWindow, Rate, StartTime};
 use super::{
     Basis, Bounds, BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event,
@@ -198,6 +198,9 @@ struct Job {
     /// In the queue (accepted, not started).
     enqueued: bool,
     running: bool,
+    /// It took a pod re-warmed for its caller whose binding (`lead`) is not
+    /// done: it waits for it, so it did not start warm.
+    binding: bool,
 }
 
 impl Job {
@@ -219,8 +222,10 @@ struct CallerState {
     /// Keep-alive matched to the pauses, once there are enough of them.
     matched_ms: Option<u64>,
     basis: Basis,
-    /// Its candidates against the objective.
+    /// Its candidates against the objective: keep-alives, and when to bind
+    /// a pod ahead of its next burst.
     curve: Curve,
+    rewarm_curve: Curve,
     /// Mean time between its arrivals here (ms, exponentially weighted):
     /// its curve weighs by its rate of jobs.
     cycle_ms: f64,
@@ -233,6 +238,12 @@ struct CallerState {
     last_burst: Option<Instant>,
     periods: Pauses,
     rewarm_at: Option<Instant>,
+    /// When its next burst, not worth a re-warm, is due at the earliest
+    /// (it will take a standby pod), and until when it is expected.
+    handover_at: Option<(Instant, Instant)>,
+    /// How long its jobs here waited for pods in its current burst, and in
+    /// the one before: waits that delayed its loop and so its next burst.
+    waited_ms: [u64; 2],
     /// Size of its last job here.
     size: Shares,
     /// Running jobs in another pool.
@@ -246,8 +257,14 @@ struct CallerState {
 /// A caller's next burst, predicted from its regular period.
 #[derive(Debug, Clone, Copy)]
 struct Burst {
+    /// Start of the caller's last burst.
+    last: Instant,
     earliest: Instant,
     latest: Instant,
+    /// When a pod held or bound for it is released if it has not come:
+    /// after the longest remembered period (a late burst, one of those the
+    /// regular periods leave out, still finds it) and the grace.
+    overdue: Instant,
     period_ms: u64,
 }
 
@@ -288,11 +305,17 @@ pub struct Pool {
     queued_pods: u32,
     arrivals: Rate,
     handovers: PeakWindow,
+    /// The longest regular period of a periodic caller here, as of the
+    /// last burst: handovers are remembered at least that long, so a step's
+    /// burst still sizes standby when the next step comes.
+    longest_period_ms: u64,
     start_time: StartTime,
     budget: Option<(Shares, BudgetInputs)>,
     emitted_budget: Option<Shares>,
     /// Re-warms due, by time.
     rewarms: BTreeSet<(Instant, CallerId)>,
+    /// Bursts expected to start from a standby pod, by earliest start.
+    handovers_due: BTreeSet<(Instant, CallerId)>,
     /// The objective's price (shares x ms per start within the class) and
     /// the share predicted at it.
     price: f64,
@@ -338,10 +361,12 @@ impl Pool {
             queued_pods: 0,
             arrivals: Rate::default(),
             handovers: PeakWindow::default(),
+            longest_period_ms: 0,
             start_time: StartTime::new(millis(config.start_estimate)),
             budget: None,
             emitted_budget: None,
             rewarms: BTreeSet::new(),
+            handovers_due: BTreeSet::new(),
             price: f64::INFINITY,
             predicted: 0.0,
             next_price: Instant::ZERO,
@@ -475,12 +500,50 @@ impl Pool {
         let c = self.callers.get(&caller)?;
         let last = c.last_burst?;
         let (lo, hi) = self.period(c)?;
+        let longest = c
+            .periods
+            .as_slice()
+            .iter()
+            .max()
+            .map_or(hi, |&p| u64::from(p));
         let burst = Burst {
+            last,
             earliest: last + Duration::from_millis(lo),
             latest: last + Duration::from_millis(hi),
+            overdue: last + Duration::from_millis(longest.max(hi)) + self.cfg.rewarm.grace,
             period_ms: lo,
         };
         (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
+    }
+
+    /// The caller's next burst guessed from its last period alone, while it
+    /// is not periodic (too few periods, or irregular ones): not enough to
+    /// bind a pod ahead of it, but enough for the standby target to expect
+    /// it. Waits for pods in its last burst delayed its loop (a step slowed
+    /// by cold starts), so the window opens `max_spread` before the period
+    /// net of them, and closes `max_spread` after the whole period.
+    fn guess_burst(&self, caller: CallerId) -> Option<Burst> {
+        if !self.mode.rewarm {
+            return None;
+        }
+        let c = self.callers.get(&caller)?;
+        let last = c.last_burst?;
+        if self.period(c).is_some() {
+            return None;
+        }
+        let p = c.periods.last()?;
+        let spread = self.cfg.rewarm.max_spread;
+        let quick = p.saturating_sub(c.waited_ms[1]);
+        let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64;
+        let hi = (p as f64 * (1.0 + spread)) as u64;
+        let burst = Burst {
+            last,
+            earliest: last + Duration::from_millis(lo),
+            latest: last + Duration::from_millis(hi),
+            overdue: last + Duration::from_millis(hi) + self.cfg.rewarm.grace,
+            period_ms: p,
+        };
+        (p > 0 && burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
     }
 
     /// Handles one event at `now`, pushing decisions onto `out`. On error the
@@ -702,9 +765,15 @@ impl Pool {
                 );
             }
             caller.last_burst = Some(now);
+            caller.waited_ms = [0, caller.waited_ms[0]];
         }
         // A new burst ends the wait for the one a re-warm was scheduled for.
         let rewarm = if burst { caller.rewarm_at.take() } else { None };
+        let handover = if burst {
+            caller.handover_at.take()
+        } else {
+            None
+        };
         caller.size = size;
         if let Some(prev) = caller.last_arrival.replace(now) {
             let gap = now.as_millis().saturating_sub(prev.as_millis()) as f64;
@@ -719,36 +788,44 @@ impl Pool {
         if let Some(t) = rewarm {
             self.rewarms.remove(&(t, req.caller));
         }
-        if paused {
+        if let Some((t, _)) = handover {
+            self.handovers_due.remove(&(t, req.caller));
+        }
+        if paused || burst {
             self.rematch(req.caller);
+        }
+        if burst {
+            self.longest_period_ms = self
+                .callers
+                .values()
+                .filter_map(|c| self.period(c).map(|(_, hi)| hi))
+                .max()
+                .unwrap_or(0);
         }
         // Scheduled now, the re-warm for the next burst has its standby pod
         // started in time however short the pause.
         if burst && let Some(b) = self.next_burst(req.caller) {
-            let bind_at = Instant::from_millis(
-                b.earliest
-                    .as_millis()
-                    .saturating_sub(millis(self.cfg.rewarm.lead)),
-            );
-            self.schedule_rewarm(req.caller, bind_at);
+            match self.bind_at(req.caller, b) {
+                Some(bind_at) => self.schedule_rewarm(req.caller, bind_at),
+                None => self.schedule_handover(req.caller, b),
+            }
+        } else if burst && let Some(b) = self.guess_burst(req.caller) {
+            self.schedule_handover(req.caller, b);
         }
 
         self.add_job(&req, size, Vec::new());
         self.take_warm(req.job);
         if self.mode.objective {
             const ALPHA: f64 = 1.0 / 256.0;
-            let warm = self.jobs[&req.job].need() == 0;
+            let job = &self.jobs[&req.job];
+            let warm = job.need() == 0 && !job.binding;
             self.served[0] = self.served[0].mul_add(1.0 - ALPHA, f64::from(u8::from(warm)));
             self.served[1] = self.served[1].mul_add(1.0 - ALPHA, 1.0);
         }
         let need = self.jobs[&req.job].need();
         if need > 0 {
-            self.handovers.record(
-                now,
-                need,
-                self.start_time.ms(),
-                millis(self.cfg.standby.horizon),
-            );
+            self.handovers
+                .record(now, need, self.start_time.ms(), self.standby_horizon());
             self.take_standby(req.job, out);
         }
         if self.jobs[&req.job].need() == 0 {
@@ -774,6 +851,7 @@ impl Pool {
             matched_ms: None,
             basis: Basis::Default,
             curve: Curve::default(),
+            rewarm_curve: Curve::default(),
             cycle_ms: 0.0,
             last_arrival: None,
             last_end: None,
@@ -781,6 +859,8 @@ impl Pool {
             last_burst: None,
             periods: Pauses::default(),
             rewarm_at: None,
+            handover_at: None,
+            waited_ms: [0; 2],
             size,
             elsewhere: false,
             in_flight: 0,
@@ -874,6 +954,7 @@ impl Pool {
                 starting: Vec::new(),
                 enqueued: false,
                 running,
+                binding: false,
             },
         );
     }
@@ -933,7 +1014,12 @@ impl Pool {
             })
             .collect();
         fits.sort_unstable_by(|a, b| b.cmp(a));
+        let lead = self.cfg.rewarm.lead;
         for (since, pod) in fits.into_iter().take(need as usize) {
+            // A re-warmed pod is warm once its binding is done.
+            let binding = self.pods.get(&pod).is_some_and(|p| {
+                matches!(p.state, PodState::Warm(w) if matches!(w.basis, Basis::Rewarmed { .. }))
+            }) && since + lead > self.now;
             self.detach(pod);
             self.set_state(pod, PodState::Reserved(id));
             let reason = Reason::WarmAffinity {
@@ -941,6 +1027,7 @@ impl Pool {
                 idle_ms: self.now.as_millis().saturating_sub(since.as_millis()),
             };
             if let Some(job) = self.jobs.get_mut(&id) {
+                job.binding |= binding;
                 job.held.push(HeldPod {
                     pod,
                     source: Source::Warm,
@@ -1045,6 +1132,10 @@ impl Pool {
         let starting = std::mem::take(&mut job.starting);
         let snapshot = job.clone();
         self.dequeue(id, &snapshot);
+        let waited = millis(self.now.saturating_since(snapshot.queued_at));
+        if let Some(c) = self.callers.get_mut(&snapshot.caller) {
+            c.waited_ms[0] += waited;
+        }
         if let Some(job) = self.jobs.get_mut(&id) {
             job.enqueued = false;
         }
@@ -1319,9 +1410,16 @@ impl Pool {
             let burst = self
                 .next_burst(w.caller)
                 .filter(|_| !matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }));
-            if let Some(b) = burst {
-                let bind_at =
-                    Instant::from_millis(b.earliest.as_millis().saturating_sub(millis(r.lead)));
+            // A burst not worth re-warming for starts from a standby pod:
+            // the pod is released as any other, and one stands by for it.
+            if let Some(b) = burst
+                && self.bind_at(w.caller, b).is_none()
+            {
+                self.schedule_handover(w.caller, b);
+            }
+            if let Some(b) = burst
+                && let Some(bind_at) = self.bind_at(w.caller, b)
+            {
                 // Released, it is re-warmed from a standby pod: one that is
                 // ready and not claimed by an earlier re-warm, or one that
                 // can still start in time. Otherwise it is held through.
@@ -1336,7 +1434,7 @@ impl Pool {
                     let basis = Basis::NextBurst {
                         period_ms: b.period_ms,
                     };
-                    self.set_expiry(pod, Some(b.latest + r.grace), basis);
+                    self.set_expiry(pod, Some(b.overdue), basis);
                     continue;
                 }
                 self.schedule_rewarm(w.caller, bind_at);
@@ -1354,6 +1452,7 @@ impl Pool {
         }
         if self.mode.rewarm {
             self.rewarm(out);
+            self.expire_handovers();
         }
         self.cover(out);
         if self.mode.standby {
@@ -1547,10 +1646,11 @@ impl Pool {
             return;
         }
         let (min, max) = (millis(ka.min), millis(ka.max));
-        let (ms, basis, curve) = match &self.cfg.objective {
+        let (ms, basis, curve, rewarm_curve) = match &self.cfg.objective {
             Some(o) if self.mode.objective => {
-                let covered_from = (self.mode.rewarm && self.period(c).is_some())
-                    .then(|| millis(self.cfg.rewarm.min_gap));
+                let periodic = self.mode.rewarm && self.period(c).is_some();
+                let gap = millis(self.cfg.rewarm.min_gap);
+                let covered_from = periodic.then_some(gap);
                 let shape = Shape {
                     shares: c.size.0,
                     margin: o.margin,
@@ -1559,24 +1659,74 @@ impl Pool {
                     covered_from,
                 };
                 let curve = Curve::new(c.pauses.as_slice(), shape);
+                // The long pauses are the re-warm's, at a binding priced
+                // from the periods.
+                let rewarm_curve = if periodic {
+                    let pauses = c.pauses.as_slice();
+                    let long = pauses.iter().filter(|&&p| u64::from(p) >= gap).count();
+                    Curve::rewarm(
+                        c.periods.as_slice(),
+                        RewarmShape {
+                            shares: c.size.0,
+                            lead_ms: millis(self.cfg.rewarm.lead),
+                            share: long as f64 / pauses.len().max(1) as f64,
+                        },
+                    )
+                } else {
+                    Curve::default()
+                };
                 let Some(p) = curve.choose(self.price) else {
                     return;
                 };
-                (p.keep_ms, self.objective_basis(p.warm), curve)
+                let warm = p.warm + rewarm_curve.choose(self.price).map_or(0.0, |r| r.warm);
+                (p.keep_ms, self.objective_basis(warm), curve, rewarm_curve)
             }
             _ => {
                 let Some(p) = c.pauses.percentile(ka.percentile) else {
                     return;
                 };
                 let ms = (p + millis(ka.margin)).clamp(min, max);
-                (ms, Basis::Percentile, Curve::default())
+                (ms, Basis::Percentile, Curve::default(), Curve::default())
             }
         };
         if let Some(c) = self.callers.get_mut(&id) {
             c.matched_ms = Some(ms);
             c.basis = basis;
             c.curve = curve;
+            c.rewarm_curve = rewarm_curve;
         }
+    }
+
+    /// When to bind a pod to `caller` ahead of burst `b`: at the offset from
+    /// the last burst's start its re-warm curve chooses at the pool's price,
+    /// or `lead` before the earliest period without one. `None`: the burst
+    /// is not worth a re-warm and starts from a standby pod.
+    fn bind_at(&self, caller: CallerId, b: Burst) -> Option<Instant> {
+        let earliest = Instant::from_millis(
+            b.earliest
+                .as_millis()
+                .saturating_sub(millis(self.cfg.rewarm.lead)),
+        );
+        let Some(p) = self
+            .callers
+            .get(&caller)
+            .and_then(|c| c.rewarm_curve.choose(self.price))
+        else {
+            return Some(earliest);
+        };
+        (p.keep_ms != NEVER).then(|| (b.last + Duration::from_millis(p.keep_ms)).max(earliest))
+    }
+
+    /// The share of `caller`'s remembered periods that bring its next burst
+    /// no sooner than `lead` after a binding at `at`.
+    fn covers(&self, caller: CallerId, b: Burst, at: Instant) -> f64 {
+        let Some(c) = self.callers.get(&caller) else {
+            return 0.0;
+        };
+        let from = at.as_millis().saturating_sub(b.last.as_millis()) + millis(self.cfg.rewarm.lead);
+        let periods = c.periods.as_slice();
+        let later = periods.iter().filter(|&&p| u64::from(p) >= from).count();
+        later as f64 / periods.len().max(1) as f64
     }
 
     fn objective_basis(&self, warm: f64) -> Basis {
@@ -1597,9 +1747,13 @@ impl Pool {
         let Some(o) = self.cfg.objective.clone() else {
             return;
         };
-        // A handover costs a standby refill: one pod start at the standby
-        // share. Keeping a pod is worth at least that per warm start.
-        let floor = self.start_time.ms() as f64 * f64::from(self.standby_shares().max(1));
+        // A handover costs a standby refill (one pod start at the standby
+        // share) and its binding (the promotion, the `lead` of a re-warm,
+        // at the pod's size, before the job runs). Keeping a pod is worth
+        // at least that per warm start.
+        let refill = self.start_time.ms() as f64 * f64::from(self.standby_shares().max(1));
+        let binding = millis(self.cfg.rewarm.lead) as f64 * f64::from(self.cfg.pod_shares.0);
+        let floor = refill + binding;
         let aim = (o.percentile + o.slack).min(1.0);
         // Integral control on what is achieved, once enough jobs were seen.
         if self.served[1] >= 64.0 {
@@ -1616,11 +1770,14 @@ impl Pool {
             .collect();
         ids.sort_unstable();
         let (price, predicted) = if o.class == Source::Warm {
-            let curves = ids.iter().filter_map(|id| {
-                let c = self.callers.get(id)?;
-                Some((1.0 / c.cycle_ms.max(1.0), &c.curve))
-            });
-            objective::price(curves, aim + self.boost, floor)
+            let joint: Vec<(f64, Curve)> = ids
+                .iter()
+                .filter_map(|id| {
+                    let c = self.callers.get(id)?;
+                    Some((1.0 / c.cycle_ms.max(1.0), c.curve.plus(&c.rewarm_curve)))
+                })
+                .collect();
+            objective::price(joint.iter().map(|(w, c)| (*w, c)), aim + self.boost, floor)
         } else {
             (floor, 1.0)
         };
@@ -1631,10 +1788,14 @@ impl Pool {
             millis(self.cfg.keep_alive.max),
         );
         for id in ids {
-            let Some(p) = self.callers.get(&id).and_then(|c| c.curve.choose(price)) else {
+            let Some(c) = self.callers.get(&id) else {
                 continue;
             };
-            let basis = self.objective_basis(p.warm);
+            let Some(p) = c.curve.choose(price) else {
+                continue;
+            };
+            let rewarmed = c.rewarm_curve.choose(price).map_or(0.0, |r| r.warm);
+            let basis = self.objective_basis(p.warm + rewarmed);
             if let Some(c) = self.callers.get_mut(&id) {
                 c.matched_ms = Some(p.keep_ms.clamp(min, max));
                 c.basis = basis;
@@ -1643,13 +1804,20 @@ impl Pool {
     }
 
     /// The shortest and longest of the caller's recent periods, if they
-    /// are enough and regular.
+    /// are enough and regular. A burst comes late when its loop was held up
+    /// (a cold start, a straggler before a barrier), never much early: the
+    /// longest quarter of the periods may stray, and the bursts they predict
+    /// are not waited for.
     fn period(&self, c: &CallerState) -> Option<(u64, u64)> {
         let r = &self.cfg.rewarm;
-        if c.periods.len() < r.min_periods as usize {
+        let n = c.periods.len();
+        if n < r.min_periods as usize {
             return None;
         }
-        let (lo, hi) = c.periods.min_max()?;
+        let mut sorted: Vec<u32> = c.periods.as_slice().to_vec();
+        sorted.sort_unstable();
+        let regular = (n - n / 4).max(r.min_periods as usize).min(n);
+        let (lo, hi) = (u64::from(sorted[0]), u64::from(sorted[regular - 1]));
         (lo > 0 && (hi - lo) as f64 <= r.max_spread * lo as f64).then_some((lo, hi))
     }
 
@@ -1663,11 +1831,48 @@ impl Pool {
         self.rewarms.insert((at, id));
     }
 
+    /// Expects `caller`'s burst `b` to start from a standby pod: the standby
+    /// target counts it from a pod start before it is due until the latest
+    /// it is expected.
+    fn schedule_handover(&mut self, id: CallerId, b: Burst) {
+        let Some(c) = self.callers.get_mut(&id) else {
+            return;
+        };
+        let due = (b.earliest, b.latest + self.cfg.rewarm.grace);
+        if let Some((old, _)) = c.handover_at.replace(due) {
+            self.handovers_due.remove(&(old, id));
+        }
+        self.handovers_due.insert((due.0, id));
+    }
+
+    /// Forgets expected handovers whose burst never came.
+    fn expire_handovers(&mut self) {
+        let now = self.now;
+        let stale: Vec<(Instant, CallerId)> = self
+            .handovers_due
+            .range(..(now, CallerId(u64::MAX)))
+            .copied()
+            .filter(|&(t, id)| {
+                self.callers.get(&id).is_none_or(|c| {
+                    c.handover_at
+                        .is_none_or(|(at, until)| at != t || until < now)
+                })
+            })
+            .collect();
+        for (t, id) in stale {
+            self.handovers_due.remove(&(t, id));
+            if let Some(c) = self.callers.get_mut(&id)
+                && c.handover_at.is_some_and(|(at, _)| at == t)
+            {
+                c.handover_at = None;
+            }
+        }
+    }
+
     /// Binds a standby pod to each caller whose re-warm is due, if it is
     /// still idle here and its burst still expected.
     fn rewarm(&mut self, out: &mut Vec<Decision>) {
         let now = self.now;
-        let grace = self.cfg.rewarm.grace;
         while let Some(&(t, id)) = self.rewarms.first() {
             if t > now {
                 break;
@@ -1706,7 +1911,7 @@ impl Pool {
             let basis = Basis::Rewarmed {
                 period_ms: b.period_ms,
             };
-            self.set_expiry(pod, Some(b.latest + grace), basis);
+            self.set_expiry(pod, Some(b.overdue), basis);
             out.push(Decision::Prewarm {
                 pod,
                 caller: id,
@@ -1716,6 +1921,7 @@ impl Pool {
                     caller: id,
                     period_ms: b.period_ms,
                     due_in_ms: b.earliest.as_millis().saturating_sub(now.as_millis()),
+                    covers_permille: (self.covers(id, b, now) * 1000.0).round() as u32,
                 },
             });
         }
@@ -1786,13 +1992,26 @@ impl Pool {
         let s = &self.cfg.standby;
         let peak = self
             .handovers
-            .peak(self.now, self.start_time.ms(), millis(s.horizon));
-        // Re-warms due within a pod start (and a quarter, for a margin)
-        // need standby pods ready by then, besides those for handovers.
-        let soon = self.now + self.rewarm_notice();
-        let due = self.rewarms.range(..(soon, CallerId(u64::MAX))).count();
-        peak.saturating_add(u32::try_from(due).unwrap_or(u32::MAX))
+            .peak(self.now, self.start_time.ms(), self.standby_horizon());
+        // Re-warms due within a pod start (and a tenth and the lead, for a
+        // margin) need standby pods ready by then, besides those for
+        // handovers; so do periodic bursts due that soon which are not
+        // re-warmed, though the recent peak may count them already.
+        let soon = (self.now + self.rewarm_notice(), CallerId(u64::MAX));
+        let due = self.rewarms.range(..soon).count();
+        let bursts = self.handovers_due.range(..soon).count();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        peak.max(count(bursts))
+            .saturating_add(count(due))
             .clamp(s.min, s.max)
+    }
+
+    /// How long handovers size the standby target: the configured horizon,
+    /// or the longest regular period of a periodic caller and a pod start,
+    /// if longer, so a step's handovers are remembered until the next step.
+    fn standby_horizon(&self) -> u64 {
+        let step = self.longest_period_ms + self.start_time.ms();
+        millis(self.cfg.standby.horizon).max(step)
     }
 
     /// How long before a re-warm the standby pod it takes is started.
@@ -1979,9 +2198,15 @@ impl Pool {
             });
             have += 1;
         }
-        // Pods already there are kept for every re-warm scheduled, however
-        // far: the target counts them only once they are near.
-        let target = target.max(u32::try_from(self.rewarms.len()).unwrap_or(u32::MAX));
+        // A pod is kept for a re-warm due within a pod start of its notice:
+        // released and started again in time, it would hold its share
+        // about as long.
+        let keep = (
+            self.now + self.rewarm_notice() + Duration::from_millis(self.start_time.ms()),
+            CallerId(u64::MAX),
+        );
+        let far = self.rewarms.range(..keep).count();
+        let target = target.max(u32::try_from(far).unwrap_or(u32::MAX));
         if have > target {
             // Cancel surplus starts first: a ready standby pod is worth more.
             let mut surplus: Vec<PodId> = self
@@ -2162,6 +2387,13 @@ impl Pool {
         }
     }
 
+    /// Jobs that started within the objective's class, and all jobs, as
+    /// the objective counts them.
+    #[cfg(test)]
+    pub(crate) fn served_warm(&self) -> (f64, f64) {
+        (self.served[0], self.served[1])
+    }
+
     /// Checks every invariant the module docs promise; panics with what broke.
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
@@ -2224,6 +2456,15 @@ impl Pool {
         for &(t, id) in &self.rewarms {
             assert_eq!(self.callers.get(&id).and_then(|c| c.rewarm_at), Some(t));
         }
+        for &(t, id) in &self.handovers_due {
+            assert_eq!(
+                self.callers
+                    .get(&id)
+                    .and_then(|c| c.handover_at)
+                    .map(|h| h.0),
+                Some(t)
+            );
+        }
         let mut queued = 0;
         for (key, j) in &self.queue {
             let job = &self.jobs[j];
@@ -2244,5 +2485,121 @@ impl Pool {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{RewarmConfig, StandbyConfig};
+
+    fn at(pool: &mut Pool, ms: u64, e: Event) -> Vec<Decision> {
+        let mut out = Vec::new();
+        pool.handle(Instant::from_millis(ms), e, &mut out).unwrap();
+        pool.check_invariants();
+        out
+    }
+
+    #[test]
+    fn a_burst_left_to_standby_raises_the_standby_target() {
+        let cfg = Config {
+            standby: StandbyConfig {
+                min: 0,
+                max: 8,
+                // Recent handovers alone are forgotten within 10 s.
+                horizon: Duration::from_secs(10),
+                ..StandbyConfig::default()
+            },
+            rewarm: RewarmConfig::default(),
+            ..Config::default()
+        };
+        let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
+        let caller = CallerId(1);
+        // Bursts of one job every 80 s (cancelled before a pod is ready):
+        // periodic after the fourth.
+        for i in 0..4u64 {
+            let req = Request::new(JobId(i), caller, TenantId(0));
+            at(&mut pool, i * 80_000, Event::JobQueued(req));
+            at(
+                &mut pool,
+                i * 80_000 + 200,
+                Event::JobFinished { job: JobId(i) },
+            );
+        }
+        // Its next burst (due at 320 s) is not worth a re-warm: it will take
+        // a standby pod.
+        let b = pool.next_burst(caller).unwrap();
+        assert_eq!(b.earliest, Instant::from_millis(320_000));
+        if let Some(t) = pool
+            .callers
+            .get_mut(&caller)
+            .and_then(|c| c.rewarm_at.take())
+        {
+            pool.rewarms.remove(&(t, caller));
+        }
+        pool.schedule_handover(caller, b);
+        pool.check_invariants();
+        // Here the expected burst alone counts: past handovers, remembered
+        // for a period, are forgotten.
+        pool.longest_period_ms = 0;
+        // Notice: a pod start (30 s) and a tenth, and the lead (3 s).
+        let notice = 36_000;
+        at(&mut pool, 320_000 - notice - 1_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 0);
+        let d = at(&mut pool, 320_000 - notice, Event::Tick);
+        assert_eq!(pool.standby_target(), 1);
+        assert!(d.iter().any(|d| matches!(
+            d,
+            Decision::StartPod {
+                purpose: Purpose::Standby,
+                reason: Reason::StandbyRefill { target: 1, .. },
+                ..
+            }
+        )));
+        // The burst comes: it no longer counts, and the pod it took is not
+        // replaced for it.
+        let req = Request::new(JobId(9), caller, TenantId(0));
+        at(&mut pool, 321_000, Event::JobQueued(req));
+        assert!(pool.handovers_due.is_empty());
+        // A burst that never comes stops counting once overdue.
+        let b = pool.next_burst(caller).unwrap();
+        pool.schedule_handover(caller, b);
+        let overdue = b.latest + pool.cfg.rewarm.grace + Duration::from_millis(1);
+        at(&mut pool, overdue.as_millis(), Event::Tick);
+        assert!(pool.handovers_due.is_empty());
+    }
+
+    #[test]
+    fn handovers_are_remembered_for_the_longest_period() {
+        let cfg = Config {
+            standby: StandbyConfig {
+                min: 0,
+                max: 8,
+                horizon: Duration::from_secs(10),
+                ..StandbyConfig::default()
+            },
+            ..Config::default()
+        };
+        let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
+        // Bursts of one job every 200 s, each a handover (no pod is warm):
+        // periodic after the fourth.
+        for i in 0..4u64 {
+            let req = Request::new(JobId(i), CallerId(1), TenantId(0));
+            at(&mut pool, i * 200_000, Event::JobQueued(req));
+            at(
+                &mut pool,
+                i * 200_000 + 200,
+                Event::JobFinished { job: JobId(i) },
+            );
+        }
+        // Handovers are remembered for the period and a pod start (30 s),
+        // not the 10 s horizon: the last one still sizes standby 150 s on,
+        // before the next burst's re-warm is due.
+        assert_eq!(pool.standby_horizon(), 230_000);
+        at(&mut pool, 750_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 1);
+        at(&mut pool, 600_000 + 230_001, Event::Tick);
+        assert!(pool.rewarms.is_empty() && pool.handovers_due.is_empty());
+        assert_eq!(pool.standby_target(), 0);
     }
 }

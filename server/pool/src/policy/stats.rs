@@ -28,16 +28,20 @@ impl Pauses {
         self.ring.len()
     }
 
+    /// The pause pushed last.
+    pub(crate) fn last(&self) -> Option<u64> {
+        let n = self.ring.len();
+        let i = if self.next == 0 {
+            n.checked_sub(1)?
+        } else {
+            self.next - 1
+        };
+        self.ring.get(i).map(|&ms| u64::from(ms))
+    }
+
     /// The remembered pauses, in no particular order.
     pub(crate) fn as_slice(&self) -> &[u32] {
         &self.ring
-    }
-
-    /// The shortest and the longest remembered pause.
-    pub(crate) fn min_max(&self) -> Option<(u64, u64)> {
-        let lo = self.ring.iter().min()?;
-        let hi = self.ring.iter().max()?;
-        Some((u64::from(*lo), u64::from(*hi)))
     }
 
     /// Nearest-rank percentile `p` in (0, 1]: the smallest pause such that at

@@ -1215,7 +1215,8 @@ fn periodic_bursts_are_rewarmed_ahead_instead_of_held_through_the_pause() {
             Reason::Rewarm {
                 caller: CallerId(9),
                 period_ms: 60_000,
-                due_in_ms: 3_000
+                due_in_ms: 3_000,
+                covers_permille: 1000,
             }
         );
         if i == 2 {
@@ -1444,4 +1445,244 @@ fn an_adopted_running_job_holds_its_pods_active_then_warm_for_its_caller() {
         ),
         Err(Error::UnknownJob(_))
     ));
+}
+
+#[test]
+fn the_price_never_falls_below_a_handovers_refill_and_binding() {
+    // Caller 1 pauses 1 s, enough for a low objective; caller 2 pauses 5 s,
+    // so each of its warm starts costs 8 shares x 5 s = 40 000 share-ms.
+    let a: Vec<(u64, u64)> = (0..40).map(|i| (i * 1_200, 200)).collect();
+    let b: Vec<(u64, u64)> = (0..12).map(|i| (100 + i * 5_200, 200)).collect();
+    let mut script = jobs_of(1, 0, &a);
+    script.extend(jobs_of(2, 100, &b));
+    let (mut f, _) = Fake::new(Kind::Firepool, objective_cfg(0.1));
+    play(&mut f, script, 0);
+    f.at(70_000).ev(Event::Tick);
+    let snap = f.pool.snapshot();
+    // A handover refills a standby pod (a pod start at 1 share) and binds
+    // at the pod's size for `lead` (3 s at 8 shares) before the job runs.
+    // The fake readies pods at once: two starts observed in 0 s bring the
+    // estimate of a pod start from 30 s to 30 s x 0.8 x 0.8.
+    assert_eq!(snap.objective.unwrap().price_share_ms, 19_200 + 3_000 * 8);
+    // Keeping caller 2's pod is cheaper than that, though dearer than the
+    // refill alone: its pauses are covered though the objective alone
+    // would not buy them.
+    let c2 = snap
+        .callers
+        .iter()
+        .find(|c| c.caller == CallerId(2))
+        .unwrap();
+    assert!(c2.keep_alive_ms.unwrap() >= 5_000, "{c2:?}");
+}
+
+#[test]
+fn a_late_burst_does_not_make_a_periodic_caller_irregular() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts every 60 s, the third 30 s late (its loop was held up): the
+    // periods are 60, 90, 60 and 60 s.
+    let mut jobs = Vec::new();
+    for start in [0, 60_000, 150_000, 210_000, 270_000, 330_000] {
+        for j in 0..5 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 340_000);
+    // From the fifth burst on (four periods, one of them late) the caller
+    // is periodic, and the sixth burst is re-warmed `lead` ahead.
+    let prewarms: Vec<u64> = log
+        .iter()
+        .filter_map(|(t, d)| matches!(d, Decision::Prewarm { .. }).then_some(*t))
+        .collect();
+    assert_eq!(prewarms, [327_000], "{log:?}");
+    let first = log.iter().find_map(|(at, d)| match d {
+        Decision::Assign { job, source, .. } if *at == 330_000 => Some((*job, *source)),
+        _ => None,
+    });
+    assert_eq!(first, Some((JobId(25), Source::Warm)));
+    assert_eq!(f.pool.snapshot().callers[0].period_ms, Some(60_000));
+}
+
+#[test]
+fn a_job_on_a_pod_still_binding_is_not_counted_warm() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts of 3 jobs every 60 s: periodic after the fourth, the fifth
+    // re-warmed at 237 s (`lead`, 3 s, before it is due).
+    let mut jobs = Vec::new();
+    for burst in 0..4u64 {
+        for j in 0..3 {
+            jobs.push((burst * 60_000 + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 237_500);
+    assert!(
+        log.iter()
+            .any(|(t, d)| *t == 237_000 && matches!(d, Decision::Prewarm { .. })),
+        "{log:?}"
+    );
+    // The burst comes 1 s into the binding: the job takes its caller's
+    // pod, warm, but waits for the binding, so the objective does not
+    // count it as started warm.
+    let (warm, all) = f.pool.served_warm();
+    let d = f.at(238_000).queue(12, 9);
+    assert_eq!(assigns(&d).first().map(|a| a.2), Some(Source::Warm));
+    let decay = 1.0 - 1.0 / 256.0;
+    let (warm_after, all_after) = f.pool.served_warm();
+    assert!(
+        warm.mul_add(-decay, warm_after).abs() < 1e-9,
+        "{warm} -> {warm_after}"
+    );
+    assert!((all_after - all.mul_add(decay, 1.0)).abs() < 1e-9);
+}
+
+#[test]
+fn a_callers_next_burst_is_expected_from_one_period() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 0,
+        max: 8,
+        // Recent handovers alone are forgotten within 10 s.
+        horizon: Duration::from_secs(10),
+        ..StandbyConfig::default()
+    };
+    c.keep_alive.default = Duration::from_secs(1);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    // Two bursts 100 s apart: one period, not yet periodic (three are
+    // needed), so nothing is re-warmed, but its third burst is expected
+    // 70 to 130 s after the second (a spread of 0.3 either side).
+    let mut jobs = Vec::new();
+    for start in [0, 100_000] {
+        for j in 0..3 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 101_000);
+    assert!(
+        !log.iter()
+            .any(|(_, d)| matches!(d, Decision::Prewarm { .. })),
+        "{log:?}"
+    );
+    assert_eq!(f.pool.snapshot().callers[0].period_ms, None);
+    f.at(120_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 0);
+    // Within a pod start (and the lead) of 170 s, a standby pod is kept
+    // for it until it comes.
+    let d = f.at(168_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+    assert!(
+        d.iter().any(|d| matches!(
+            d,
+            Decision::StartPod {
+                purpose: Purpose::Standby,
+                ..
+            }
+        )),
+        "{d:?}"
+    );
+    f.at(200_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+    // It never came: forgotten once 130 s (and the grace) are past.
+    f.at(236_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 0);
+}
+
+#[test]
+fn a_burst_slowed_by_pod_starts_makes_the_next_expected_sooner() {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 0,
+        max: 8,
+        horizon: Duration::from_secs(10),
+        ..StandbyConfig::default()
+    };
+    c.keep_alive.default = Duration::from_secs(300);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    // The first burst's job waits 30 s for its pod: its loop ran 30 s
+    // late, so of the 100 s to the second burst only 70 s are its own.
+    let d = f.at(0).queue(0, 9);
+    let pod = starts(&d)[0];
+    let d = f.at(30_000).ready(pod);
+    assert_eq!(assigns(&d), [(JobId(0), pod, Source::Cold)]);
+    f.at(30_200).finish(0);
+    assert_eq!(f.at(100_000).run(1, 9).0, Source::Warm);
+    f.at(100_200).finish(1);
+    // The third burst is expected from 70 s x 0.7 = 49 s after the second,
+    // and standby is kept for it a pod start (30 s, and a tenth, and the
+    // 3 s lead) before: from 113 s, not from 134 s.
+    f.at(112_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 0);
+    f.at(114_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+}
+
+#[test]
+fn a_pod_rewarmed_for_a_burst_waits_for_it_as_long_as_the_longest_period() {
+    let mut c = Config {
+        objective: Some(ObjectiveConfig::default()),
+        ..cfg()
+    };
+    c.standby = StandbyConfig {
+        min: 1,
+        max: 4,
+        ..StandbyConfig::default()
+    };
+    let (mut f, d) = Fake::new(Kind::Firepool, c);
+    for pod in starts(&d) {
+        f.ready(pod);
+    }
+    // Bursts every 60 s, the third 30 s late: the regular periods are 60 s,
+    // the longest 90 s. The sixth burst, re-warmed for at 327 s, comes 10 s
+    // after the latest regular period and the 5 s grace.
+    let mut jobs = Vec::new();
+    for start in [0, 60_000, 150_000, 210_000, 270_000, 340_000] {
+        for j in 0..5 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs), 341_000);
+    let prewarmed = log.iter().find_map(|(t, d)| match d {
+        Decision::Prewarm { pod, .. } if *t == 327_000 => Some(*pod),
+        _ => None,
+    });
+    let pod = prewarmed.expect("re-warmed at 327 s");
+    // The pod waits for it (released by 375 s, 90 s and the grace, at
+    // the latest), so it starts warm.
+    assert!(
+        !log.iter()
+            .any(|(_, d)| matches!(d, Decision::Release { pod: p, .. } if *p == pod)),
+        "{log:?}"
+    );
+    let first = log.iter().find_map(|(at, d)| match d {
+        Decision::Assign {
+            job,
+            source,
+            pod: p,
+            ..
+        } if *at == 340_000 => Some((*job, *source, *p)),
+        _ => None,
+    });
+    assert_eq!(first, Some((JobId(25), Source::Warm, pod)));
 }
