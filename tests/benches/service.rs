@@ -19,7 +19,8 @@
 //! Run: `cargo build --release --bins && cargo bench -p hearth-tests --bench service`
 //! (`HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
 //! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_PEERS=0`
-//! measures Hearth alone, for profiling). Without pgbench or node the rows
+//! measures Hearth alone, for profiling; `HEARTH_DB_RELAXED_CONNECTIONS` sizes
+//! the service's pool for intermediate transitions, default 2). Without pgbench or node the rows
 //! they fill say why.
 
 use std::sync::Arc;
@@ -331,6 +332,12 @@ fn main() {
         let mut config = config();
         config.wheelhouse = Some(wheelhouse);
         config.db_max_connections = 40;
+        // The pool for intermediate transitions and job events (the
+        // service's default is 2).
+        if let Ok(n) = std::env::var("HEARTH_DB_RELAXED_CONNECTIONS") {
+            config.db_relaxed_connections =
+                n.parse().expect("HEARTH_DB_RELAXED_CONNECTIONS: a number");
+        }
         let db_url = config.database_url.clone();
         let app = Arc::new(spawn_app_with(config).await);
         let t = app.create_tenant("bench").await;

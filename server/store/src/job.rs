@@ -379,6 +379,11 @@ pub struct Finish {
     pub acquire_ms: Option<f64>,
     pub bind_ms: Option<f64>,
     pub run_ms: Option<f64>,
+    /// How long ago (ms) the run started, for a job whose start was not
+    /// written on its own (a short one's is written with its end): it
+    /// becomes `started_at` by the database's clock, as every other time of
+    /// the job. A start already stored is kept.
+    pub started_ms_ago: Option<f64>,
     /// Full logs, stored apart when longer than the heads.
     pub full_logs: Option<(String, String)>,
 }
@@ -399,6 +404,7 @@ impl Finish {
             acquire_ms: None,
             bind_ms: None,
             run_ms: None,
+            started_ms_ago: None,
             full_logs: None,
         }
     }
@@ -438,6 +444,7 @@ pub async fn finish(
                         error_message = $10,
                         acquire_ms = coalesce($11, acquire_ms), bind_ms = coalesce($12, bind_ms),
                         run_ms = $13, finished_at = now(),
+                        started_at = coalesce(started_at, now() - make_interval(secs => $16::float8 / 1000)),
                         queued_ms = coalesce(queued_ms, extract(epoch from now() - created_at) * 1000),
                         total_ms = extract(epoch from now() - created_at) * 1000
          where job_id = $1 and state = any($15)
@@ -459,6 +466,7 @@ pub async fn finish(
         f.run_ms,
         epoch,
         &State::before(f.state) as _,
+        f.started_ms_ago,
     )
     .fetch_optional(&mut *db)
     .await?;

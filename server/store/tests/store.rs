@@ -376,6 +376,50 @@ async fn cancel_and_list(db: PgPool) {
     assert_eq!(job::queued_after(&db, ids[1]).await.unwrap().len(), 1);
 }
 
+/// A short job's start is written with its end, `started_ms_ago` before it
+/// by the database's clock; a start already written is kept.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_start_not_written_alone_is_written_with_the_end(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let spec = json!({});
+    let mut conn = db.acquire().await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let job = new_job(t.tenant_id, &spec, None, None);
+        ids.push(job.job_id);
+        job::insert(&mut conn, &job).await.unwrap();
+        assert!(
+            job::assign(&db, 0, job.job_id, Source::Warm, &["p".into()], 1.0)
+                .await
+                .unwrap()
+        );
+    }
+    assert!(job::start(&db, 0, ids[1], 1.0, 1.0).await.unwrap());
+    let written = job::get(&db, t.tenant_id, ids[1]).await.unwrap().unwrap();
+    let fin = Finish {
+        exit_code: Some(0),
+        run_ms: Some(40.0),
+        started_ms_ago: Some(60_000.0),
+        ..Finish::new(State::Succeeded)
+    };
+    let folded = job::finish(&mut conn, 0, ids[0], &fin)
+        .await
+        .unwrap()
+        .unwrap();
+    let (started, finished) = (folded.started_at.unwrap(), folded.finished_at.unwrap());
+    assert_eq!(
+        (finished - started).whole_seconds(),
+        60,
+        "{started} {finished}"
+    );
+    let kept = job::finish(&mut conn, 0, ids[1], &fin)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.started_at, written.started_at);
+}
+
 #[sqlx::test(migrations = "../../migrations")]
 async fn the_store_moves_jobs_only_as_the_lifecycle_allows(db: PgPool) {
     let _guard = DropOnPanic(db.clone());
