@@ -360,9 +360,12 @@ fn main() {
             .map(|n| n.trim().parse().expect("HEARTH_BENCH_CLIENTS: numbers"))
             .collect();
         for clients in counts {
-            let h = |()| hearth_noop(&app, &t.key, clients, length);
             if !peers {
-                report_hearth(clients, None, &h(()).await);
+                report_hearth(
+                    clients,
+                    None,
+                    &hearth_noop(&app, &t.key, clients, length).await,
+                );
                 continue;
             }
             let base = match pgbench(&db, &db_url, clients, length).await {
@@ -395,7 +398,11 @@ fn main() {
                 "Hearth's commits alone",
                 base.map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * own / b))
             );
-            report_hearth(clients, base, &h(()).await);
+            report_hearth(
+                clients,
+                base,
+                &hearth_noop(&app, &t.key, clients, length).await,
+            );
         }
         println!(
             "(/ pgbench: jobs/s against the baseline measured just before; graphile-worker's latency is its \

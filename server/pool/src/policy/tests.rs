@@ -1173,8 +1173,9 @@ fn keep_alives_meet_the_objective_where_pauses_make_it_cheap() {
     assert!(f.pool.snapshot().objective.unwrap().price_share_ms > price);
 }
 
-#[test]
-fn periodic_bursts_are_rewarmed_ahead_instead_of_held_through_the_pause() {
+/// A firepool pool with the start-latency objective and 1..=4 standby pods,
+/// its first standby pods ready: where periodic callers are re-warmed.
+fn periodic_pool() -> Fake {
     let mut c = Config {
         objective: Some(ObjectiveConfig::default()),
         ..cfg()
@@ -1188,6 +1189,12 @@ fn periodic_bursts_are_rewarmed_ahead_instead_of_held_through_the_pause() {
     for pod in starts(&d) {
         f.ready(pod);
     }
+    f
+}
+
+#[test]
+fn periodic_bursts_are_rewarmed_ahead_instead_of_held_through_the_pause() {
+    let mut f = periodic_pool();
     // Bursts of 5 jobs of 200 ms, 100 ms apart, every 60 s.
     let mut jobs = Vec::new();
     for burst in 0..6u64 {
@@ -1477,19 +1484,7 @@ fn the_price_never_falls_below_a_handovers_refill_and_binding() {
 
 #[test]
 fn a_late_burst_does_not_make_a_periodic_caller_irregular() {
-    let mut c = Config {
-        objective: Some(ObjectiveConfig::default()),
-        ..cfg()
-    };
-    c.standby = StandbyConfig {
-        min: 1,
-        max: 4,
-        ..StandbyConfig::default()
-    };
-    let (mut f, d) = Fake::new(Kind::Firepool, c);
-    for pod in starts(&d) {
-        f.ready(pod);
-    }
+    let mut f = periodic_pool();
     // Bursts every 60 s, the third 30 s late (its loop was held up): the
     // periods are 60, 90, 60 and 60 s.
     let mut jobs = Vec::new();
@@ -1516,19 +1511,7 @@ fn a_late_burst_does_not_make_a_periodic_caller_irregular() {
 
 #[test]
 fn a_job_on_a_pod_still_binding_is_not_counted_warm() {
-    let mut c = Config {
-        objective: Some(ObjectiveConfig::default()),
-        ..cfg()
-    };
-    c.standby = StandbyConfig {
-        min: 1,
-        max: 4,
-        ..StandbyConfig::default()
-    };
-    let (mut f, d) = Fake::new(Kind::Firepool, c);
-    for pod in starts(&d) {
-        f.ready(pod);
-    }
+    let mut f = periodic_pool();
     // Bursts of 3 jobs every 60 s: periodic after the fourth, the fifth
     // re-warmed at 237 s (`lead`, 3 s, before it is due).
     let mut jobs = Vec::new();
@@ -1640,19 +1623,7 @@ fn a_burst_slowed_by_pod_starts_makes_the_next_expected_sooner() {
 
 #[test]
 fn a_pod_rewarmed_for_a_burst_waits_for_it_as_long_as_the_longest_period() {
-    let mut c = Config {
-        objective: Some(ObjectiveConfig::default()),
-        ..cfg()
-    };
-    c.standby = StandbyConfig {
-        min: 1,
-        max: 4,
-        ..StandbyConfig::default()
-    };
-    let (mut f, d) = Fake::new(Kind::Firepool, c);
-    for pod in starts(&d) {
-        f.ready(pod);
-    }
+    let mut f = periodic_pool();
     // Bursts every 60 s, the third 30 s late: the regular periods are 60 s,
     // the longest 90 s. The sixth burst, re-warmed for at 327 s, comes 10 s
     // after the latest regular period and the 5 s grace.
