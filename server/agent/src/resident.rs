@@ -65,6 +65,8 @@ struct Route {
     stdout: Option<Sender<Vec<u8>>>,
     stderr: Option<Sender<Vec<u8>>>,
     exit: Option<Sender<Exit>>,
+    /// Told when the job's end arrives, so its watcher need not poll for it.
+    wake: Option<Sender<crate::run::Event>>,
 }
 
 /// A sandbox with its supervisor, built ahead or kept from the last job.
@@ -154,6 +156,7 @@ impl Resident {
             route.stdout = Some(stdout_tx);
             route.stderr = Some(stderr_tx);
             route.exit = Some(exit_tx);
+            route.wake = None;
         }
         let body = serde_json::to_vec(&serde_json::json!({
             "argv": argv,
@@ -172,6 +175,17 @@ impl Resident {
                 seen: None,
             },
         })
+    }
+
+    /// Sends `Exited` on `events` when the current job's end arrives (at
+    /// once if it already has).
+    pub fn wake_on_exit(&self, events: Sender<crate::run::Event>) {
+        let mut route = lock(&self.route);
+        if route.exit.is_some() {
+            route.wake = Some(events);
+        } else {
+            let _ = events.send(crate::run::Event::Exited);
+        }
     }
 
     /// Ends the sandbox and every process in it.
@@ -237,6 +251,9 @@ fn demultiplex(mut stdout: ChildStdout, route: &Mutex<Route>) {
                         status: ExitStatus::from_raw(raw),
                         leftovers: payload[4] != 0,
                     });
+                }
+                if let Some(wake) = r.wake.take() {
+                    let _ = wake.send(crate::run::Event::Exited);
                 }
             }
             tag => eprintln!("hearth-agent: unknown sandbox frame {tag}"),

@@ -33,6 +33,8 @@ pub enum Event {
     Cancel,
     /// An output pipe of the process of this generation reached its end.
     Eof(u64),
+    /// The job in a resident sandbox ended: look at it again.
+    Exited,
 }
 
 /// How a supervised process ended.
@@ -64,7 +66,7 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
     // is part of binding, not of the job's own run time.
     let sandbox_start = Instant::now();
     let input = serde_json::to_vec(&run.input).unwrap_or_default();
-    let started_process = start(agent, &run.command, &env, input);
+    let started_process = start(agent, &run.command, &env, input, &ex.events_tx);
     let sandbox_ms = sandbox_start.elapsed().as_secs_f64() * 1000.0;
     let bind_ms = bound.bind_ms + sandbox_ms;
     let started = Instant::now();
@@ -154,6 +156,7 @@ fn start(
     argv: &[String],
     env: &BTreeMap<String, String>,
     input: Vec<u8>,
+    events: &Sender<Event>,
 ) -> io::Result<(Process, Output, Output)> {
     if argv.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
@@ -173,6 +176,7 @@ fn start(
                     stderr,
                     exit,
                 }) => {
+                    sandbox.wake_on_exit(events.clone());
                     let process = Process::Resident {
                         sandbox,
                         exit,
@@ -423,8 +427,8 @@ pub fn supervise(
                     closed_at = Some(Instant::now());
                 }
             }
-            Ok(Event::Eof(_)) | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-            }
+            Ok(Event::Eof(_) | Event::Exited)
+            | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
     };
     let give_up = Instant::now() + DRAIN_GRACE;

@@ -39,6 +39,8 @@ const CAPACITY: usize = 1024;
 const ANNOUNCE_CAPACITY: usize = 65_536;
 /// Notifications per announcing statement.
 const ANNOUNCE_BATCH: usize = 512;
+/// How long announcements of progress wait for company (see [`announce`]).
+const ANNOUNCE_LINGER: Duration = Duration::from_millis(20);
 
 /// How long a job's end waits for its events to be written.
 const FLUSH_LIMIT: Duration = Duration::from_secs(10);
@@ -257,10 +259,28 @@ impl Hub {
     }
 }
 
-/// Writes announcements in batches until the hub is dropped.
+/// Whether a change must reach the other replicas at once: a job to pick up
+/// (`queued`), to stop (a cancellation) or whose end someone waits for.
+/// `assigned` and `running` only tell watchers elsewhere how a job goes.
+fn is_urgent(change: &Change) -> bool {
+    change.cancel_requested || change.state == State::Queued || change.state.is_terminal()
+}
+
+/// Writes announcements in batches until the hub is dropped. A batch of
+/// progress alone waits up to [`ANNOUNCE_LINGER`] for company, and goes as
+/// soon as an urgent change joins it: a short job's `running` then goes out
+/// with its end, one statement instead of two.
 async fn announce(db: PgPool, mut rx: mpsc::Receiver<Change>) {
     let mut batch = Vec::with_capacity(ANNOUNCE_BATCH);
     while rx.recv_many(&mut batch, ANNOUNCE_BATCH).await > 0 {
+        let deadline = Instant::now() + ANNOUNCE_LINGER;
+        while batch.len() < ANNOUNCE_BATCH && !batch.iter().any(is_urgent) {
+            let room = ANNOUNCE_BATCH - batch.len();
+            tokio::select! {
+                n = rx.recv_many(&mut batch, room) => if n == 0 { break },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
         if let Err(e) = hearth_store::job::announce(&db, &batch).await {
             tracing::warn!(error = %e, changes = batch.len(), "announcing job changes failed; other replicas learn of them by polling");
         }

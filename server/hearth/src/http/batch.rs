@@ -193,8 +193,10 @@ async fn create_jobs(
         // slip by unseen.
         let watch = (!wait.is_zero() && !is_final(&row)).then(|| state.hub.watch(row.job_id));
         if new {
-            state.scheduler.submit(&row);
-            state.hub.changed(&row);
+            // The leader, if another replica, picks it up now.
+            if !state.scheduler.submit(&row) {
+                state.hub.changed(&row);
+            }
         } else if watch.is_some() {
             // Accepted before, read before it was watched: read it again.
             row = hearth_store::job::get(&state.db, tenant.tenant_id, row.job_id)

@@ -324,9 +324,10 @@ async fn create_job(
             let watch = (!wait.is_zero()).then(|| state.hub.watch(row.job_id));
             accept.in_scope(|| {
                 tracing::info!(job_id = %row.job_id, kind = %row.kind, "job accepted");
-                state.scheduler.submit(&row);
                 // The leader, if another replica, picks it up now.
-                state.hub.changed(&row);
+                if !state.scheduler.submit(&row) {
+                    state.hub.changed(&row);
+                }
             });
             drop(accept);
             if let Some(mut watch) = watch {

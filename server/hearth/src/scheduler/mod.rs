@@ -834,18 +834,24 @@ impl Scheduler {
     // ---- the service's side ---------------------------------------------------
 
     /// Hands a freshly accepted job to the scheduler (a replica that does
-    /// not lead leaves it to the leader, and keeps nothing of it).
-    pub fn submit(&self, row: &JobRow) {
+    /// not lead leaves it to the leader, and keeps nothing of it). True when
+    /// this replica leads and took the job: the leader need not hear of it.
+    pub fn submit(&self, row: &JobRow) -> bool {
         match Queued::from_row(row) {
             Ok(job) => {
                 let mut actions = Vec::new();
-                {
+                let taken = {
                     let mut st = self.state();
                     self.enqueue(&mut st, job, &mut actions);
-                }
+                    st.leading && !st.draining
+                };
                 self.perform(actions);
+                taken
             }
-            Err(e) => tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable"),
+            Err(e) => {
+                tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable");
+                false
+            }
         }
     }
 

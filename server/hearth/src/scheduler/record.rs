@@ -10,11 +10,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hearth_store::pod_event::NewPodEvent;
 use sqlx::PgPool;
 use tokio::sync::mpsc;
+use tokio::time::{Duration, Instant};
 
 /// Events waiting to be written before new ones are dropped.
 const CAPACITY: usize = 65_536;
 /// Rows per insert.
 const BATCH: usize = 512;
+/// How long a batch waits for company. The record is read by people and
+/// the console, not by jobs: waiting a little saves a statement per decision
+/// when jobs come one by one.
+const LINGER: Duration = Duration::from_millis(100);
 
 #[derive(Debug)]
 pub(super) struct Recorder {
@@ -46,6 +51,14 @@ impl Recorder {
 async fn write(db: PgPool, mut rx: mpsc::Receiver<NewPodEvent>) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
+        let deadline = Instant::now() + LINGER;
+        while batch.len() < BATCH {
+            let room = BATCH - batch.len();
+            tokio::select! {
+                n = rx.recv_many(&mut batch, room) => if n == 0 { break },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -53,7 +66,7 @@ async fn write(db: PgPool, mut rx: mpsc::Receiver<NewPodEvent>) {
                 Ok(_) => break,
                 Err(e) if attempt < 3 => {
                     tracing::warn!(error = %e, attempt, "writing pod events failed; retrying");
-                    tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await;
+                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                 }
                 Err(e) => {
                     tracing::error!(error = %e, events = batch.len(), "writing pod events failed; dropped");
