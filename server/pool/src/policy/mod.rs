@@ -874,6 +874,11 @@ pub enum Basis {
     NextBurst { period_ms: u64 },
     /// Bound ahead of the caller's next burst (every `period_ms`).
     Rewarmed { period_ms: u64 },
+    /// Its burst here (every `period_ms`) was done, `jobs` jobs as in its
+    /// recent bursts, while its loop ran on in another pool: its keep-alive
+    /// ran from its last job here, not from the loop's pause, and its next
+    /// burst is re-warmed.
+    BurstDone { jobs: u32, period_ms: u64 },
 }
 
 impl fmt::Display for Basis {
@@ -902,6 +907,11 @@ impl fmt::Display for Basis {
                     s(period_ms)
                 )
             }
+            Basis::BurstDone { jobs, period_ms } => write!(
+                f,
+                "its burst here was done after {jobs} jobs, as its recent ones (period {:.1} s)",
+                s(period_ms)
+            ),
         }
     }
 }

@@ -243,6 +243,9 @@ struct CallerState {
     /// (zero where a burst started here): a loop that starts its steps in
     /// another pool comes here later in the step.
     lags: Pauses,
+    /// Jobs here in its current burst, and in its recent ones.
+    burst_jobs: u32,
+    burst_sizes: Pauses,
     rewarm_at: Option<Instant>,
     /// When its next burst, not worth a re-warm, is due at the earliest
     /// (it will take a standby pod), and until when it is expected.
@@ -523,6 +526,26 @@ impl Pool {
         (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
     }
 
+    /// Whether the caller's current burst here is over while its loop runs
+    /// on elsewhere: its bursts are periodic, and it has run here as many
+    /// jobs as in any of its recent bursts. Its pod then follows its
+    /// keep-alive (and is re-warmed for the next burst) instead of waiting
+    /// for the loop to finish its step in another pool. `Some`: the basis
+    /// its keep-alive then has.
+    fn burst_done(&self, caller: CallerId) -> Option<Basis> {
+        let c = self.callers.get(&caller)?;
+        let most = c.burst_sizes.as_slice().iter().max().copied()?;
+        let b = self.next_burst(caller)?;
+        let done = c.in_flight == 0
+            && c.queued.is_empty()
+            && c.burst_sizes.len() >= self.cfg.rewarm.min_periods as usize
+            && c.burst_jobs >= most;
+        done.then_some(Basis::BurstDone {
+            jobs: c.burst_jobs,
+            period_ms: b.period_ms,
+        })
+    }
+
     /// The shortest and longest of the caller's recent lags from a burst's
     /// start to its first job here.
     fn lag(c: &CallerState) -> (u64, u64) {
@@ -787,11 +810,15 @@ impl Pool {
         if burst {
             let start = resumed.unwrap_or(now);
             if let Some(prev) = caller.last_burst {
-                caller.periods.push(
-                    start.as_millis().saturating_sub(prev.as_millis()),
-                    self.cfg.rewarm.history as usize,
-                );
+                let history = self.cfg.rewarm.history as usize;
+                caller
+                    .periods
+                    .push(start.as_millis().saturating_sub(prev.as_millis()), history);
+                caller
+                    .burst_sizes
+                    .push(u64::from(caller.burst_jobs), history);
             }
+            caller.burst_jobs = 0;
             caller.last_burst = Some(start);
             caller.lags.push(
                 now.as_millis().saturating_sub(start.as_millis()),
@@ -807,6 +834,7 @@ impl Pool {
             None
         };
         caller.size = size;
+        caller.burst_jobs = caller.burst_jobs.saturating_add(1);
         if let Some(prev) = caller.last_arrival.replace(now) {
             let gap = now.as_millis().saturating_sub(prev.as_millis()) as f64;
             caller.cycle_ms = if caller.cycle_ms > 0.0 {
@@ -899,6 +927,8 @@ impl Pool {
             last_burst: None,
             periods: Pauses::default(),
             lags: Pauses::default(),
+            burst_jobs: 0,
+            burst_sizes: Pauses::default(),
             rewarm_at: None,
             handover_at: None,
             waited_ms: [0; 2],
@@ -1238,10 +1268,16 @@ impl Pool {
     fn make_warm(&mut self, pod: PodId, caller: CallerId, tenant: TenantId) {
         let now = self.now;
         let keep = self.keep_alive_of(caller);
-        let basis = keep.map_or(Basis::Fixed, |k| k.1);
-        // While its loop runs elsewhere, the caller is not pausing.
-        let suspended =
-            self.mode.one_loop && self.callers.get(&caller).is_some_and(|c| c.elsewhere);
+        let mut basis = keep.map_or(Basis::Fixed, |k| k.1);
+        // While its loop runs elsewhere, the caller is not pausing, unless
+        // its burst here is done.
+        let done = self.burst_done(caller);
+        let suspended = self.mode.one_loop
+            && self.callers.get(&caller).is_some_and(|c| c.elsewhere)
+            && done.is_none();
+        if let Some(done) = done {
+            basis = done;
+        }
         let expires = keep
             .filter(|_| !suspended)
             .map(|(ms, _)| now + Duration::from_millis(ms));
@@ -2056,16 +2092,31 @@ impl Pool {
         }
         let pods = c.warm.clone();
         let keep = self.keep_alive_of(id);
+        let done = self.burst_done(id);
         for pod in pods {
             let Some(PodState::Warm(w)) = self.pods.get(&pod).map(|p| p.state) else {
                 continue;
             };
-            // Pods held for a burst keep their deadline.
-            if matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }) {
+            // Pods held for a burst, or done with theirs, keep their
+            // deadline.
+            if matches!(
+                w.basis,
+                Basis::NextBurst { .. } | Basis::Rewarmed { .. } | Basis::BurstDone { .. }
+            ) {
                 continue;
             }
             match (busy, keep) {
-                (true, _) => self.set_expiry(pod, None, w.basis),
+                (true, _) => match done {
+                    None => self.set_expiry(pod, None, w.basis),
+                    // Its keep-alive runs on from its job's end.
+                    Some(basis) => {
+                        if let Some(p) = self.pods.get_mut(&pod)
+                            && let PodState::Warm(w) = &mut p.state
+                        {
+                            w.basis = basis;
+                        }
+                    }
+                },
                 (false, Some((ms, basis))) => {
                     self.set_expiry(pod, Some(now + Duration::from_millis(ms)), basis);
                 }
@@ -2816,5 +2867,54 @@ mod tests {
             ))
         );
         assert_eq!(pool.handovers_due.len(), 1);
+    }
+
+    #[test]
+    fn a_pod_whose_periodic_burst_is_done_is_not_held_while_the_loop_runs_on() {
+        let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
+        let caller = CallerId(1);
+        // Every pod starts at once.
+        let drive = |pool: &mut Pool, ms: u64, e: Event| {
+            for d in at(pool, ms, e) {
+                if let Decision::StartPod { pod, .. } = d {
+                    at(pool, ms, Event::PodReady { pod });
+                }
+            }
+        };
+        let busy = |busy| Event::LoopBusy { caller, busy };
+        let expires = |pool: &Pool| {
+            let pod = pool.callers[&caller].warm[0];
+            match pool.pods[&pod].state {
+                PodState::Warm(w) => (w.expires, w.basis),
+                _ => unreachable!(),
+            }
+        };
+        // Steps every 100 s: the loop runs two jobs here between jobs in
+        // another pool, then pauses.
+        let mut job = 0;
+        for step in 0..5u64 {
+            let t = step * 100_000;
+            drive(&mut pool, t, busy(true));
+            for k in 0..2u64 {
+                let t = t + 1_000 + k * 4_000;
+                drive(&mut pool, t, busy(false));
+                let req = Request::new(JobId(job), caller, TenantId(0));
+                drive(&mut pool, t, Event::JobQueued(req));
+                drive(&mut pool, t + 1_000, Event::JobFinished { job: JobId(job) });
+                drive(&mut pool, t + 1_000, busy(true));
+                job += 1;
+            }
+            // Its second job here done, the loop runs on elsewhere: until
+            // its steps are periodic the pod waits for it; then it follows
+            // its keep-alive, as the step here is done.
+            let (expiry, basis) = expires(&pool);
+            if step < 3 {
+                assert_eq!(expiry, None, "step {step}");
+            } else {
+                assert!(expiry.is_some(), "step {step}");
+                assert!(matches!(basis, Basis::BurstDone { jobs: 2, .. }));
+            }
+            drive(&mut pool, t + 10_000, busy(false));
+        }
     }
 }
