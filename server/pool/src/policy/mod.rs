@@ -356,10 +356,15 @@ pub struct ObjectiveConfig {
 }
 
 /// Re-warming ahead of periodic bursts (RL steps). A caller's burst starts
-/// with its first job in this pool after a quiet gap of at least `min_gap`;
-/// once the gaps between burst starts (the period) are regular, a pod is not
-/// held through the pause: it is released, and a standby pod is bound to
-/// the caller `lead` before the next burst is due.
+/// when its loop comes back from a quiet gap of at least `min_gap` (no job
+/// in flight in any pool), here or in another pool: a gap here while the
+/// loop runs elsewhere splits no burst. Once the gaps between burst starts
+/// (the period) are regular, a pod is not held through the pause: it is
+/// released, and a standby pod is bound to the caller `lead` before the
+/// next burst is due (later by how long its bursts take to reach this
+/// pool). Until then, and while a binding would come after the earliest
+/// burst, its bursts are expected to take standby pods, counted in the
+/// standby target from a pod start before they are due.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RewarmConfig {
@@ -869,6 +874,11 @@ pub enum Basis {
     NextBurst { period_ms: u64 },
     /// Bound ahead of the caller's next burst (every `period_ms`).
     Rewarmed { period_ms: u64 },
+    /// Its burst here (every `period_ms`) was done, `jobs` jobs as in its
+    /// recent bursts, while its loop ran on in another pool: its keep-alive
+    /// ran from its last job here, not from the loop's pause, and its next
+    /// burst is re-warmed.
+    BurstDone { jobs: u32, period_ms: u64 },
 }
 
 impl fmt::Display for Basis {
@@ -897,6 +907,11 @@ impl fmt::Display for Basis {
                     s(period_ms)
                 )
             }
+            Basis::BurstDone { jobs, period_ms } => write!(
+                f,
+                "its burst here was done after {jobs} jobs, as its recent ones (period {:.1} s)",
+                s(period_ms)
+            ),
         }
     }
 }

@@ -232,11 +232,20 @@ struct CallerState {
     last_arrival: Option<Instant>,
     /// End of its loop's last job (here, or elsewhere as `LoopBusy` said).
     last_end: Option<Instant>,
-    /// End of its last job in this pool.
-    local_end: Option<Instant>,
+    /// When its loop last came back from a quiet gap of at least
+    /// `rewarm.min_gap`, if it has run no job here since: its next job
+    /// here belongs to the burst that started then.
+    resumed: Option<Instant>,
     /// Start of its current or last burst here, and the periods between.
     last_burst: Option<Instant>,
     periods: Pauses,
+    /// How long after its recent bursts started its first job here came
+    /// (zero where a burst started here): a loop that starts its steps in
+    /// another pool comes here later in the step.
+    lags: Pauses,
+    /// Jobs here in its current burst, and in its recent ones.
+    burst_jobs: u32,
+    burst_sizes: Pauses,
     rewarm_at: Option<Instant>,
     /// When its next burst, not worth a re-warm, is due at the earliest
     /// (it will take a standby pod), and until when it is expected.
@@ -506,14 +515,44 @@ impl Pool {
             .iter()
             .max()
             .map_or(hi, |&p| u64::from(p));
+        let (soonest, latest) = Self::lag(c);
         let burst = Burst {
             last,
-            earliest: last + Duration::from_millis(lo),
-            latest: last + Duration::from_millis(hi),
-            overdue: last + Duration::from_millis(longest.max(hi)) + self.cfg.rewarm.grace,
+            earliest: last + Duration::from_millis(lo + soonest),
+            latest: last + Duration::from_millis(hi + latest),
+            overdue: last + Duration::from_millis(longest.max(hi) + latest) + self.cfg.rewarm.grace,
             period_ms: lo,
         };
         (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
+    }
+
+    /// Whether the caller's current burst here is over while its loop runs
+    /// on elsewhere: its bursts are periodic, and it has run here as many
+    /// jobs as in any of its recent bursts. Its pod then follows its
+    /// keep-alive (and is re-warmed for the next burst) instead of waiting
+    /// for the loop to finish its step in another pool. `Some`: the basis
+    /// its keep-alive then has.
+    fn burst_done(&self, caller: CallerId) -> Option<Basis> {
+        let c = self.callers.get(&caller)?;
+        let most = c.burst_sizes.as_slice().iter().max().copied()?;
+        let b = self.next_burst(caller)?;
+        let done = c.in_flight == 0
+            && c.queued.is_empty()
+            && c.burst_sizes.len() >= self.cfg.rewarm.min_periods as usize
+            && c.burst_jobs >= most;
+        done.then_some(Basis::BurstDone {
+            jobs: c.burst_jobs,
+            period_ms: b.period_ms,
+        })
+    }
+
+    /// The shortest and longest of the caller's recent lags from a burst's
+    /// start to its first job here.
+    fn lag(c: &CallerState) -> (u64, u64) {
+        let lags = c.lags.as_slice();
+        let soonest = lags.iter().min().map_or(0, |&l| u64::from(l));
+        let latest = lags.iter().max().map_or(0, |&l| u64::from(l));
+        (soonest, latest)
     }
 
     /// The caller's next burst guessed from its last period alone, while it
@@ -534,8 +573,9 @@ impl Pool {
         let p = c.periods.last()?;
         let spread = self.cfg.rewarm.max_spread;
         let quick = p.saturating_sub(c.waited_ms[1]);
-        let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64;
-        let hi = (p as f64 * (1.0 + spread)) as u64;
+        let (soonest, latest) = Self::lag(c);
+        let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64 + soonest;
+        let hi = (p as f64 * (1.0 + spread)) as u64 + latest;
         let burst = Burst {
             last,
             earliest: last + Duration::from_millis(lo),
@@ -739,6 +779,7 @@ impl Pool {
         let size = self.check_request(&req)?;
         let now = self.now;
         let history = self.cfg.keep_alive.history as usize;
+        let min_gap = self.cfg.rewarm.min_gap;
         self.arrived(&req);
         let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
         // A pause runs from the loop's last job end to the next job's
@@ -752,19 +793,37 @@ impl Pool {
                 .push(now.as_millis().saturating_sub(end.as_millis()), history);
             paused = true;
         }
-        // A burst starts with the first job here after a quiet gap here.
-        let gap = caller
-            .local_end
-            .map(|e| now.saturating_since(e) >= self.cfg.rewarm.min_gap);
-        let burst = caller.in_flight == 0 && gap != Some(false);
+        // A burst starts with the loop's first job after a quiet gap of
+        // the loop, here or in another pool (then it started when the loop
+        // came back there). A gap here while the loop ran or waited for a
+        // pod elsewhere is no quiet gap: within a step of a loop that
+        // alternates profiles, it would split the step into bursts.
+        if idle
+            && caller
+                .last_end
+                .is_none_or(|e| now.saturating_since(e) >= min_gap)
+        {
+            caller.resumed = Some(now);
+        }
+        let resumed = caller.resumed.take();
+        let burst = caller.in_flight == 0 && (caller.last_burst.is_none() || resumed.is_some());
         if burst {
+            let start = resumed.unwrap_or(now);
             if let Some(prev) = caller.last_burst {
-                caller.periods.push(
-                    now.as_millis().saturating_sub(prev.as_millis()),
-                    self.cfg.rewarm.history as usize,
-                );
+                let history = self.cfg.rewarm.history as usize;
+                caller
+                    .periods
+                    .push(start.as_millis().saturating_sub(prev.as_millis()), history);
+                caller
+                    .burst_sizes
+                    .push(u64::from(caller.burst_jobs), history);
             }
-            caller.last_burst = Some(now);
+            caller.burst_jobs = 0;
+            caller.last_burst = Some(start);
+            caller.lags.push(
+                now.as_millis().saturating_sub(start.as_millis()),
+                self.cfg.rewarm.history as usize,
+            );
             caller.waited_ms = [0, caller.waited_ms[0]];
         }
         // A new burst ends the wait for the one a re-warm was scheduled for.
@@ -775,6 +834,7 @@ impl Pool {
             None
         };
         caller.size = size;
+        caller.burst_jobs = caller.burst_jobs.saturating_add(1);
         if let Some(prev) = caller.last_arrival.replace(now) {
             let gap = now.as_millis().saturating_sub(prev.as_millis()) as f64;
             caller.cycle_ms = if caller.cycle_ms > 0.0 {
@@ -806,7 +866,7 @@ impl Pool {
         // started in time however short the pause.
         if burst && let Some(b) = self.next_burst(req.caller) {
             match self.bind_at(req.caller, b) {
-                Some(bind_at) => self.schedule_rewarm(req.caller, bind_at),
+                Some(bind_at) => self.schedule_rewarm(req.caller, b, bind_at),
                 None => self.schedule_handover(req.caller, b),
             }
         } else if burst && let Some(b) = self.guess_burst(req.caller) {
@@ -823,9 +883,17 @@ impl Pool {
             self.served[1] = self.served[1].mul_add(1.0 - ALPHA, 1.0);
         }
         let need = self.jobs[&req.job].need();
+        // A burst that came while its handover was expected had its standby
+        // pod counted ahead of it, and its next one will be too: counted
+        // in the recent peak as well, it would keep that pod standing by
+        // through the whole pause instead of from a pod start before it.
+        let notice = self.rewarm_notice();
+        let expected = handover.is_some_and(|(at, until)| at <= now + notice && now <= until);
         if need > 0 {
-            self.handovers
-                .record(now, need, self.start_time.ms(), self.standby_horizon());
+            if !expected {
+                self.handovers
+                    .record(now, need, self.start_time.ms(), self.standby_horizon());
+            }
             self.take_standby(req.job, out);
         }
         if self.jobs[&req.job].need() == 0 {
@@ -855,9 +923,12 @@ impl Pool {
             cycle_ms: 0.0,
             last_arrival: None,
             last_end: None,
-            local_end: None,
+            resumed: None,
             last_burst: None,
             periods: Pauses::default(),
+            lags: Pauses::default(),
+            burst_jobs: 0,
+            burst_sizes: Pauses::default(),
             rewarm_at: None,
             handover_at: None,
             waited_ms: [0; 2],
@@ -1197,10 +1268,16 @@ impl Pool {
     fn make_warm(&mut self, pod: PodId, caller: CallerId, tenant: TenantId) {
         let now = self.now;
         let keep = self.keep_alive_of(caller);
-        let basis = keep.map_or(Basis::Fixed, |k| k.1);
-        // While its loop runs elsewhere, the caller is not pausing.
-        let suspended =
-            self.mode.one_loop && self.callers.get(&caller).is_some_and(|c| c.elsewhere);
+        let mut basis = keep.map_or(Basis::Fixed, |k| k.1);
+        // While its loop runs elsewhere, the caller is not pausing, unless
+        // its burst here is done.
+        let done = self.burst_done(caller);
+        let suspended = self.mode.one_loop
+            && self.callers.get(&caller).is_some_and(|c| c.elsewhere)
+            && done.is_none();
+        if let Some(done) = done {
+            basis = done;
+        }
         let expires = keep
             .filter(|_| !suspended)
             .map(|(ms, _)| now + Duration::from_millis(ms));
@@ -1234,7 +1311,6 @@ impl Pool {
         if let Some(c) = self.callers.get_mut(&job.caller) {
             c.in_flight = c.in_flight.saturating_sub(1);
             c.last_end = Some(now);
-            c.local_end = Some(now);
             c.last_seen = now;
         }
         if !job.running {
@@ -1410,6 +1486,9 @@ impl Pool {
             let burst = self
                 .next_burst(w.caller)
                 .filter(|_| !matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }));
+            if burst.is_none() {
+                self.expect_return(w.caller);
+            }
             // A burst not worth re-warming for starts from a standby pod:
             // the pod is released as any other, and one stands by for it.
             if let Some(b) = burst
@@ -1437,7 +1516,7 @@ impl Pool {
                     self.set_expiry(pod, Some(b.overdue), basis);
                     continue;
                 }
-                self.schedule_rewarm(w.caller, bind_at);
+                self.schedule_rewarm(w.caller, b, bind_at);
             }
             let reason = Reason::KeepAliveExpired {
                 caller: w.caller,
@@ -1821,7 +1900,11 @@ impl Pool {
         (lo > 0 && (hi - lo) as f64 <= r.max_spread * lo as f64).then_some((lo, hi))
     }
 
-    fn schedule_rewarm(&mut self, id: CallerId, at: Instant) {
+    /// Binds a standby pod to `caller` at `at`, ahead of its burst `b`. A
+    /// binding later than the earliest the burst may need it leaves the
+    /// bursts that come sooner to a standby pod: until the binding, they
+    /// are expected as handovers.
+    fn schedule_rewarm(&mut self, id: CallerId, b: Burst, at: Instant) {
         let Some(c) = self.callers.get_mut(&id) else {
             return;
         };
@@ -1829,20 +1912,52 @@ impl Pool {
             self.rewarms.remove(&(old, id));
         }
         self.rewarms.insert((at, id));
+        if at + self.cfg.rewarm.lead > b.earliest {
+            self.expect_handover(id, b.earliest, at.min(b.latest + self.cfg.rewarm.grace));
+        } else if let Some((t, _)) = c.handover_at.take() {
+            self.handovers_due.remove(&(t, id));
+        }
     }
 
     /// Expects `caller`'s burst `b` to start from a standby pod: the standby
     /// target counts it from a pod start before it is due until the latest
     /// it is expected.
     fn schedule_handover(&mut self, id: CallerId, b: Burst) {
+        self.expect_handover(id, b.earliest, b.latest + self.cfg.rewarm.grace);
+    }
+
+    /// Expects `caller`'s burst to start from a standby pod between `from`
+    /// and `until`.
+    fn expect_handover(&mut self, id: CallerId, from: Instant, until: Instant) {
         let Some(c) = self.callers.get_mut(&id) else {
             return;
         };
-        let due = (b.earliest, b.latest + self.cfg.rewarm.grace);
-        if let Some((old, _)) = c.handover_at.replace(due) {
+        if let Some((old, _)) = c.handover_at.replace((from, until)) {
             self.handovers_due.remove(&(old, id));
         }
-        self.handovers_due.insert((due.0, id));
+        self.handovers_due.insert((from, id));
+    }
+
+    /// A caller quiet after its first burst here has no period to predict
+    /// its next one by: it is expected back within the standby horizon
+    /// (as long as its first burst's handovers are remembered), and a
+    /// standby pod waits for it meanwhile rather than its warm pod.
+    fn expect_return(&mut self, id: CallerId) {
+        if !self.mode.rewarm {
+            return;
+        }
+        let Some(c) = self.callers.get(&id) else {
+            return;
+        };
+        if c.last_burst.is_none()
+            || c.periods.len() > 0
+            || c.handover_at.is_some()
+            || c.rewarm_at.is_some()
+        {
+            return;
+        }
+        let until = self.now + Duration::from_millis(self.standby_horizon());
+        self.expect_handover(id, self.now, until);
     }
 
     /// Forgets expected handovers whose burst never came.
@@ -1908,6 +2023,10 @@ impl Pool {
                 p.size = size;
             }
             self.make_warm(pod, id, tenant);
+            // Bound, the burst no longer needs a standby pod.
+            if let Some((t, _)) = self.callers.get_mut(&id).and_then(|c| c.handover_at.take()) {
+                self.handovers_due.remove(&(t, id));
+            }
             let basis = Basis::Rewarmed {
                 period_ms: b.period_ms,
             };
@@ -1962,21 +2081,42 @@ impl Pool {
         }
         c.elsewhere = busy;
         c.last_seen = now;
+        // The loop comes back from a quiet gap in another pool: its burst
+        // starts now, here too.
+        let gap = self.cfg.rewarm.min_gap;
+        if busy && c.in_flight == 0 && c.last_end.is_some_and(|e| now.saturating_since(e) >= gap) {
+            c.resumed = Some(now);
+        }
         if !busy && c.in_flight == 0 {
             c.last_end = Some(now);
         }
         let pods = c.warm.clone();
         let keep = self.keep_alive_of(id);
+        let done = self.burst_done(id);
         for pod in pods {
             let Some(PodState::Warm(w)) = self.pods.get(&pod).map(|p| p.state) else {
                 continue;
             };
-            // Pods held for a burst keep their deadline.
-            if matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }) {
+            // Pods held for a burst, or done with theirs, keep their
+            // deadline.
+            if matches!(
+                w.basis,
+                Basis::NextBurst { .. } | Basis::Rewarmed { .. } | Basis::BurstDone { .. }
+            ) {
                 continue;
             }
             match (busy, keep) {
-                (true, _) => self.set_expiry(pod, None, w.basis),
+                (true, _) => match done {
+                    None => self.set_expiry(pod, None, w.basis),
+                    // Its keep-alive runs on from its job's end.
+                    Some(basis) => {
+                        if let Some(p) = self.pods.get_mut(&pod)
+                            && let PodState::Warm(w) = &mut p.state
+                        {
+                            w.basis = basis;
+                        }
+                    }
+                },
                 (false, Some((ms, basis))) => {
                     self.set_expiry(pod, Some(now + Duration::from_millis(ms)), basis);
                 }
@@ -1999,7 +2139,19 @@ impl Pool {
         // re-warmed, though the recent peak may count them already.
         let soon = (self.now + self.rewarm_notice(), CallerId(u64::MAX));
         let due = self.rewarms.range(..soon).count();
-        let bursts = self.handovers_due.range(..soon).count();
+        // A burst expected before its re-warm needs no pod of its own
+        // once the re-warm is due: it takes the re-warm's, or the re-warm
+        // takes its.
+        let bursts = self
+            .handovers_due
+            .range(..soon)
+            .filter(|&&(_, id)| {
+                self.callers
+                    .get(&id)
+                    .and_then(|c| c.rewarm_at)
+                    .is_none_or(|at| at >= soon.0)
+            })
+            .count();
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         peak.max(count(bursts))
             .saturating_add(count(due))
@@ -2592,14 +2744,177 @@ mod tests {
                 Event::JobFinished { job: JobId(i) },
             );
         }
-        // Handovers are remembered for the period and a pod start (30 s),
-        // not the 10 s horizon: the last one still sizes standby 150 s on,
-        // before the next burst's re-warm is due.
+        // Another caller's first job comes with the fourth burst: a
+        // handover nothing predicted, where the fourth burst's was expected
+        // (guessed from the periods before it).
+        let req = Request::new(JobId(10), CallerId(2), TenantId(0));
+        at(&mut pool, 600_200, Event::JobQueued(req));
+        at(&mut pool, 600_400, Event::JobFinished { job: JobId(10) });
+        // Unpredicted handovers are remembered for the period and a pod
+        // start (30 s), not the 10 s horizon: the other caller's still
+        // sizes standby 150 s on. The expected one does not: its caller's
+        // next burst is counted from a pod start before it instead, and
+        // standby is not held through the pause for it.
         assert_eq!(pool.standby_horizon(), 230_000);
         at(&mut pool, 750_000, Event::Tick);
         assert_eq!(pool.standby_target(), 1);
-        at(&mut pool, 600_000 + 230_001, Event::Tick);
+        at(&mut pool, 600_200 + 230_001, Event::Tick);
         assert!(pool.rewarms.is_empty() && pool.handovers_due.is_empty());
         assert_eq!(pool.standby_target(), 0);
+    }
+
+    #[test]
+    fn a_burst_starts_when_the_loop_comes_back_from_a_quiet_gap() {
+        let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
+        let caller = CallerId(1);
+        let busy = |busy| Event::LoopBusy { caller, busy };
+        let req = |job| Event::JobQueued(Request::new(JobId(job), caller, TenantId(0)));
+        at(&mut pool, 0, req(0));
+        at(&mut pool, 1_000, Event::JobFinished { job: JobId(0) });
+        // The loop runs (or waits for a pod) in another pool for 30 s: a
+        // gap here, but not a quiet one, so the burst goes on.
+        at(&mut pool, 1_000, busy(true));
+        at(&mut pool, 31_000, busy(false));
+        at(&mut pool, 31_500, req(1));
+        at(&mut pool, 32_000, Event::JobFinished { job: JobId(1) });
+        assert_eq!(pool.callers[&caller].periods.len(), 0);
+        // Quiet for a minute, the loop comes back in another pool: its next
+        // job here, 5 s later, belongs to the burst that started then.
+        at(&mut pool, 92_000, busy(true));
+        at(&mut pool, 97_000, req(2));
+        let c = &pool.callers[&caller];
+        assert_eq!(c.periods.as_slice(), &[92_000]);
+        assert_eq!(c.last_burst, Some(Instant::from_millis(92_000)));
+        assert_eq!(c.lags.as_slice(), &[0, 5_000]);
+    }
+
+    #[test]
+    fn a_burst_due_before_its_re_warm_is_expected_as_a_handover_until_then() {
+        let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
+        let caller = CallerId(1);
+        for i in 0..4u64 {
+            let req = Request::new(JobId(i), caller, TenantId(0));
+            at(&mut pool, i * 80_000, Event::JobQueued(req));
+            at(
+                &mut pool,
+                i * 80_000 + 200,
+                Event::JobFinished { job: JobId(i) },
+            );
+        }
+        let b = pool.next_burst(caller).unwrap();
+        assert_eq!(b.earliest, Instant::from_millis(320_000));
+        // Bound 3 s after the earliest burst, the re-warm leaves a burst
+        // before then to a standby pod.
+        let bind = Instant::from_millis(323_000);
+        pool.schedule_rewarm(caller, b, bind);
+        pool.check_invariants();
+        assert_eq!(pool.callers[&caller].handover_at, Some((b.earliest, bind)));
+        // Bound in time, it expects none.
+        pool.schedule_rewarm(caller, b, Instant::from_millis(317_000));
+        assert!(pool.callers[&caller].handover_at.is_none());
+        pool.schedule_rewarm(caller, b, bind);
+        // Its standby pod is up by then.
+        let starting: Vec<PodId> = pool
+            .pods
+            .iter()
+            .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
+            .map(|(&id, _)| id)
+            .collect();
+        assert!(!starting.is_empty());
+        for pod in starting {
+            at(&mut pool, 322_000, Event::PodReady { pod });
+        }
+        let bound = at(&mut pool, 323_000, Event::Tick);
+        assert!(bound.iter().any(|d| matches!(d, Decision::Prewarm { .. })));
+        assert!(pool.callers[&caller].handover_at.is_none());
+        assert!(pool.handovers_due.is_empty());
+    }
+
+    #[test]
+    fn a_caller_quiet_after_its_first_burst_is_expected_back_within_the_horizon() {
+        let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
+        let caller = CallerId(1);
+        // Standby pods provisioned and ready; the first job takes one.
+        for d in at(&mut pool, 0, Event::Tick) {
+            if let Decision::StartPod { pod, .. } = d {
+                at(&mut pool, 0, Event::PodReady { pod });
+            }
+        }
+        let req = Request::new(JobId(0), caller, TenantId(0));
+        let pod = at(&mut pool, 0, Event::JobQueued(req))
+            .iter()
+            .find_map(|d| match d {
+                Decision::Assign { pod, .. } => Some(*pod),
+                _ => None,
+            })
+            .unwrap();
+        at(&mut pool, 1_000, Event::JobFinished { job: JobId(0) });
+        // Its warm pod expires on the pool's default keep-alive; no period
+        // says when it comes back, so a standby pod waits for it for the
+        // horizon instead.
+        let expiry = 1_000 + millis(pool.cfg.keep_alive.default);
+        let out = at(&mut pool, expiry, Event::Tick);
+        assert!(
+            out.iter()
+                .any(|d| matches!(d, Decision::Release { pod: p, .. } if *p == pod))
+        );
+        let horizon = pool.standby_horizon();
+        assert_eq!(
+            pool.callers[&caller].handover_at,
+            Some((
+                Instant::from_millis(expiry),
+                Instant::from_millis(expiry + horizon)
+            ))
+        );
+        assert_eq!(pool.handovers_due.len(), 1);
+    }
+
+    #[test]
+    fn a_pod_whose_periodic_burst_is_done_is_not_held_while_the_loop_runs_on() {
+        let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
+        let caller = CallerId(1);
+        // Every pod starts at once.
+        let drive = |pool: &mut Pool, ms: u64, e: Event| {
+            for d in at(pool, ms, e) {
+                if let Decision::StartPod { pod, .. } = d {
+                    at(pool, ms, Event::PodReady { pod });
+                }
+            }
+        };
+        let busy = |busy| Event::LoopBusy { caller, busy };
+        let expires = |pool: &Pool| {
+            let pod = pool.callers[&caller].warm[0];
+            match pool.pods[&pod].state {
+                PodState::Warm(w) => (w.expires, w.basis),
+                _ => unreachable!(),
+            }
+        };
+        // Steps every 100 s: the loop runs two jobs here between jobs in
+        // another pool, then pauses.
+        let mut job = 0;
+        for step in 0..5u64 {
+            let t = step * 100_000;
+            drive(&mut pool, t, busy(true));
+            for k in 0..2u64 {
+                let t = t + 1_000 + k * 4_000;
+                drive(&mut pool, t, busy(false));
+                let req = Request::new(JobId(job), caller, TenantId(0));
+                drive(&mut pool, t, Event::JobQueued(req));
+                drive(&mut pool, t + 1_000, Event::JobFinished { job: JobId(job) });
+                drive(&mut pool, t + 1_000, busy(true));
+                job += 1;
+            }
+            // Its second job here done, the loop runs on elsewhere: until
+            // its steps are periodic the pod waits for it; then it follows
+            // its keep-alive, as the step here is done.
+            let (expiry, basis) = expires(&pool);
+            if step < 3 {
+                assert_eq!(expiry, None, "step {step}");
+            } else {
+                assert!(expiry.is_some(), "step {step}");
+                assert!(matches!(basis, Basis::BurstDone { jobs: 2, .. }));
+            }
+            drive(&mut pool, t + 10_000, busy(false));
+        }
     }
 }
