@@ -10,7 +10,8 @@
 //! next to the traces.
 //!
 //! `cargo bench -p hearth-pool --bench frontier`
-//! Environment: `HEARTH_SEEDS` (comma-separated, default 1,2,3,4),
+//! Environment: `HEARTH_SEEDS` (comma-separated seeds or inclusive ranges
+//! such as `1..24`, default 1,2,3,4),
 //! `HEARTH_KINDS` (comma-separated, default agent-heavy,rl-mixed,rl),
 //! `HEARTH_OUT` (where traces and charts go, default the temp directory).
 
@@ -21,11 +22,8 @@ use std::path::PathBuf;
 use hearth_pool::sim::{self, SimParams, Summary, TraceKind};
 
 fn main() {
-    let seeds: Vec<u64> = std::env::var("HEARTH_SEEDS")
-        .unwrap_or_else(|_| "1,2,3,4".to_owned())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
+    let seeds = sim::seeds(&std::env::var("HEARTH_SEEDS").unwrap_or_else(|_| "1,2,3,4".to_owned()))
+        .expect("HEARTH_SEEDS");
     let out = std::env::var_os("HEARTH_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
     let params = SimParams::default();
     let mut missed = 0;

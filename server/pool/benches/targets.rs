@@ -4,7 +4,8 @@
 //! the traces.
 //!
 //! `cargo bench -p hearth-pool --bench targets`
-//! Environment: `HEARTH_SEEDS` (comma-separated, default 1,2,3),
+//! Environment: `HEARTH_SEEDS` (comma-separated seeds or inclusive ranges
+//! such as `1..24`, default 1,2,3),
 //! `HEARTH_OUT` (where traces and charts go, default the temp directory).
 
 use std::fs::File;
@@ -15,11 +16,8 @@ use hearth_pool::Kind;
 use hearth_pool::sim::{self, SimParams, Summary, TraceKind};
 
 fn main() {
-    let seeds: Vec<u64> = std::env::var("HEARTH_SEEDS")
-        .unwrap_or_else(|_| "1,2,3".to_owned())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
+    let seeds = sim::seeds(&std::env::var("HEARTH_SEEDS").unwrap_or_else(|_| "1,2,3".to_owned()))
+        .expect("HEARTH_SEEDS");
     let out = std::env::var_os("HEARTH_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
     let params = SimParams::default();
     let mut missed = 0;

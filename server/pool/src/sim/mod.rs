@@ -414,6 +414,24 @@ pub fn family_jobs(kind: TraceKind, callers: u32) -> u64 {
 /// The fixed keep-alives (seconds) a frontier sweeps.
 pub const FRONTIER_KEEPALIVES: [u64; 11] = [0, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600];
 
+/// The seeds a benchmark runs, from a list such as `1,5,7..9` (ranges
+/// inclusive). Anything that is not a seed is refused rather than skipped.
+pub fn seeds(list: &str) -> Result<Vec<u64>, String> {
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{}` is not a seed", s.trim()))
+    };
+    let mut seeds = Vec::new();
+    for item in list.split(',') {
+        match item.split_once("..") {
+            Some((from, to)) => seeds.extend(parse(from)?..=parse(to)?),
+            None => seeds.push(parse(item)?),
+        }
+    }
+    Ok(seeds)
+}
+
 /// The policies of a frontier: always-on, firepool and every fixed
 /// keep-alive of [`FRONTIER_KEEPALIVES`].
 pub fn frontier_set() -> Vec<Kind> {

@@ -374,3 +374,13 @@ fn a_caller_across_profiles_is_one_loop_in_the_simulator() {
     // here is held while the loop runs in the other pool.
     assert_close!(s.warm_share, 38.0 / 40.0);
 }
+
+#[test]
+fn benchmark_seeds_take_lists_and_inclusive_ranges_and_refuse_the_rest() {
+    assert_eq!(super::seeds("1,2,3"), Ok(vec![1, 2, 3]));
+    assert_eq!(super::seeds(" 7..9, 2 "), Ok(vec![7, 8, 9, 2]));
+    assert_eq!(super::seeds("1..24").map(|s| s.len()), Ok(24));
+    assert!(super::seeds("1..x").is_err());
+    assert!(super::seeds("").is_err());
+    assert!(super::seeds("1;2").is_err());
+}
