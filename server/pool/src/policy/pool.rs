@@ -2652,6 +2652,21 @@ mod tests {
         out
     }
 
+    /// Four bursts of one job of `caller`, every `every_ms` from 0, each
+    /// ended 200 ms after it came (before any pod was ready): periodic after
+    /// the fourth.
+    fn four_bursts(pool: &mut Pool, caller: CallerId, every_ms: u64) {
+        for i in 0..4u64 {
+            let req = Request::new(JobId(i), caller, TenantId(0));
+            at(pool, i * every_ms, Event::JobQueued(req));
+            at(
+                pool,
+                i * every_ms + 200,
+                Event::JobFinished { job: JobId(i) },
+            );
+        }
+    }
+
     #[test]
     fn a_burst_left_to_standby_raises_the_standby_target() {
         let cfg = Config {
@@ -2669,15 +2684,7 @@ mod tests {
         let caller = CallerId(1);
         // Bursts of one job every 80 s (cancelled before a pod is ready):
         // periodic after the fourth.
-        for i in 0..4u64 {
-            let req = Request::new(JobId(i), caller, TenantId(0));
-            at(&mut pool, i * 80_000, Event::JobQueued(req));
-            at(
-                &mut pool,
-                i * 80_000 + 200,
-                Event::JobFinished { job: JobId(i) },
-            );
-        }
+        four_bursts(&mut pool, caller, 80_000);
         // Its next burst (due at 320 s) is not worth a re-warm: it will take
         // a standby pod.
         let b = pool.next_burst(caller).unwrap();
@@ -2735,15 +2742,7 @@ mod tests {
         let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
         // Bursts of one job every 200 s, each a handover (no pod is warm):
         // periodic after the fourth.
-        for i in 0..4u64 {
-            let req = Request::new(JobId(i), CallerId(1), TenantId(0));
-            at(&mut pool, i * 200_000, Event::JobQueued(req));
-            at(
-                &mut pool,
-                i * 200_000 + 200,
-                Event::JobFinished { job: JobId(i) },
-            );
-        }
+        four_bursts(&mut pool, CallerId(1), 200_000);
         // Another caller's first job comes with the fourth burst: a
         // handover nothing predicted, where the fourth burst's was expected
         // (guessed from the periods before it).
@@ -2792,15 +2791,7 @@ mod tests {
     fn a_burst_due_before_its_re_warm_is_expected_as_a_handover_until_then() {
         let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
         let caller = CallerId(1);
-        for i in 0..4u64 {
-            let req = Request::new(JobId(i), caller, TenantId(0));
-            at(&mut pool, i * 80_000, Event::JobQueued(req));
-            at(
-                &mut pool,
-                i * 80_000 + 200,
-                Event::JobFinished { job: JobId(i) },
-            );
-        }
+        four_bursts(&mut pool, caller, 80_000);
         let b = pool.next_burst(caller).unwrap();
         assert_eq!(b.earliest, Instant::from_millis(320_000));
         // Bound 3 s after the earliest burst, the re-warm leaves a burst
