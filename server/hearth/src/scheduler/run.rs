@@ -76,7 +76,7 @@ pub(super) struct Placement {
 /// job's start is written with its end: one statement fewer on the path of
 /// the short jobs that make up most of the load. The row says `assigned`
 /// meanwhile; the job's events say `running` at once.
-const START_LINGER: Duration = Duration::from_millis(50);
+const START_LINGER: Duration = Duration::from_millis(20);
 
 /// Grace the agent gets past a job's timeout before the scheduler gives up on it.
 const AGENT_GRACE: Duration = Duration::from_secs(15);
