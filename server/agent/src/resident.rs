@@ -4,7 +4,11 @@
 //! costs more than a short job itself, so a pod keeps its sandbox: inside it
 //! the agent binary runs as a small supervisor ([`serve_jobs`]) that reads
 //! one job at a time from its stdin, spawns it, forwards its stdout and
-//! stderr as frames on its own stdout, and reports how it ended. A job that
+//! stderr as frames on its own stdout (two forwarding threads kept from job
+//! to job), and reports how it ended. On the agent's side one thread per
+//! sandbox reads the frames and cuts the job's lines straight into the
+//! service's stream ([`LineSink`]): a job costs the agent no thread of its
+//! own beyond its connection's. A job that
 //! leaves a process behind, times out or is cancelled ends its sandbox (and
 //! with its pid namespace every process in it); the next job gets a fresh
 //! one. Between jobs the supervisor empties `/tmp` and `/dev/shm`, so each
@@ -24,6 +28,7 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::run::LineSink;
 use crate::serve::lock;
 
 /// First argument that turns the agent binary into the supervisor.
@@ -38,6 +43,8 @@ const DRAIN_WAIT: Duration = Duration::from_millis(500);
 /// What an empty pipe takes without blocking its writer, however low the
 /// system's per-user pipe limits have pushed its capacity (one page).
 const PIPE_MIN_CAPACITY: usize = 4096;
+/// How much of the supervisor's frames the agent reads at once.
+const FRAME_BUFFER: usize = 64 * 1024;
 /// Directories emptied after every job.
 const SCRATCH: [&str; 2] = ["/tmp", "/dev/shm"];
 
@@ -62,8 +69,8 @@ struct Route {
     /// The supervisor's stdout ended: nothing will be routed any more.
     closed: bool,
     ready: Option<Sender<()>>,
-    stdout: Option<Sender<Vec<u8>>>,
-    stderr: Option<Sender<Vec<u8>>>,
+    stdout: Option<LineSink>,
+    stderr: Option<LineSink>,
     exit: Option<Sender<Exit>>,
     /// Told when the job's end arrives, so its watcher need not poll for it.
     wake: Option<Sender<crate::run::Event>>,
@@ -77,14 +84,6 @@ pub struct Resident {
     route: Arc<Mutex<Route>>,
     ready: Receiver<()>,
     is_ready: bool,
-}
-
-/// A job running in a resident sandbox: its output streams and its end.
-#[derive(Debug)]
-pub struct ResidentJob {
-    pub stdout: Chunks,
-    pub stderr: Chunks,
-    pub exit: ExitWatch,
 }
 
 /// Where a job in a resident sandbox reports its end.
@@ -129,34 +128,45 @@ impl Resident {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Hands a job to the supervisor once it is ready.
+    /// Waits until the supervisor is ready for a job.
     ///
     /// # Errors
-    /// The sandbox never got ready or is gone; discard it.
-    pub fn start(
-        &mut self,
-        argv: &[String],
-        env: &BTreeMap<String, String>,
-        input: &[u8],
-    ) -> io::Result<ResidentJob> {
+    /// The sandbox never got ready; discard it.
+    pub fn wait_ready(&mut self) -> io::Result<()> {
         if !self.is_ready {
             self.ready
                 .recv_timeout(READY_WAIT)
                 .map_err(|_| io::Error::other("the sandbox did not get ready"))?;
             self.is_ready = true;
         }
-        let (stdout_tx, stdout) = mpsc::channel();
-        let (stderr_tx, stderr) = mpsc::channel();
+        Ok(())
+    }
+
+    /// Hands a job to the ready supervisor: its output goes to the sinks
+    /// (from the thread that reads the supervisor's frames), and `wake` is
+    /// told when it ends.
+    ///
+    /// # Errors
+    /// The sandbox is gone; discard it.
+    pub fn launch(
+        &mut self,
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        input: &[u8],
+        stdout: LineSink,
+        stderr: LineSink,
+        wake: Sender<crate::run::Event>,
+    ) -> io::Result<ExitWatch> {
         let (exit_tx, exit) = mpsc::channel();
         {
             let mut route = lock(&self.route);
             if route.closed {
                 return Err(io::Error::other("the sandbox is gone"));
             }
-            route.stdout = Some(stdout_tx);
-            route.stderr = Some(stderr_tx);
+            route.stdout = Some(stdout);
+            route.stderr = Some(stderr);
             route.exit = Some(exit_tx);
-            route.wake = None;
+            route.wake = Some(wake);
         }
         let body = serde_json::to_vec(&serde_json::json!({
             "argv": argv,
@@ -167,25 +177,10 @@ impl Resident {
         let mut message = format!("{:0width$}\n", body.len(), width = HEADER_LEN - 1).into_bytes();
         message.extend_from_slice(&body);
         self.stdin.write_all(&message)?;
-        Ok(ResidentJob {
-            stdout: Chunks::new(stdout),
-            stderr: Chunks::new(stderr),
-            exit: ExitWatch {
-                rx: exit,
-                seen: None,
-            },
+        Ok(ExitWatch {
+            rx: exit,
+            seen: None,
         })
-    }
-
-    /// Sends `Exited` on `events` when the current job's end arrives (at
-    /// once if it already has).
-    pub fn wake_on_exit(&self, events: Sender<crate::run::Event>) {
-        let mut route = lock(&self.route);
-        if route.exit.is_some() {
-            route.wake = Some(events);
-        } else {
-            let _ = events.send(crate::run::Event::Exited);
-        }
     }
 
     /// Ends the sandbox and every process in it.
@@ -214,14 +209,16 @@ impl ExitWatch {
 }
 
 /// Routes the supervisor's frames to the current job until its stdout ends.
-fn demultiplex(mut stdout: ChildStdout, route: &Mutex<Route>) {
+fn demultiplex(stdout: ChildStdout, route: &Mutex<Route>) {
+    let mut stdout = io::BufReader::with_capacity(FRAME_BUFFER, stdout);
     let mut header = [0u8; 5];
+    let mut payload = Vec::new();
     loop {
         if stdout.read_exact(&mut header).is_err() {
             break;
         }
         let len = u32::from_le_bytes([header[1], header[2], header[3], header[4]]) as usize;
-        let mut payload = vec![0u8; len];
+        payload.resize(len, 0);
         if stdout.read_exact(&mut payload).is_err() {
             break;
         }
@@ -233,17 +230,17 @@ fn demultiplex(mut stdout: ChildStdout, route: &Mutex<Route>) {
                 }
             }
             STDOUT => {
-                if let Some(tx) = &r.stdout {
-                    let _ = tx.send(payload);
+                if let Some(sink) = &mut r.stdout {
+                    sink.feed(&payload);
                 }
             }
             STDERR => {
-                if let Some(tx) = &r.stderr {
-                    let _ = tx.send(payload);
+                if let Some(sink) = &mut r.stderr {
+                    sink.feed(&payload);
                 }
             }
-            STDOUT_END => r.stdout = None,
-            STDERR_END => r.stderr = None,
+            STDOUT_END => r.stdout.take().map_or((), LineSink::end),
+            STDERR_END => r.stderr.take().map_or((), LineSink::end),
             EXIT if len == 5 => {
                 let raw = i32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]);
                 if let Some(tx) = r.exit.take() {
@@ -260,47 +257,14 @@ fn demultiplex(mut stdout: ChildStdout, route: &Mutex<Route>) {
         }
     }
     // The sandbox is gone: every stream of the job ends, and no job can start.
-    *lock(route) = Route {
+    let mut r = lock(route);
+    for sink in [r.stdout.take(), r.stderr.take()].into_iter().flatten() {
+        sink.end();
+    }
+    *r = Route {
         closed: true,
         ..Route::default()
     };
-}
-
-/// One output stream of a job in a resident sandbox, as a reader.
-#[derive(Debug)]
-pub struct Chunks {
-    rx: Receiver<Vec<u8>>,
-    chunk: Vec<u8>,
-    at: usize,
-}
-
-impl Chunks {
-    fn new(rx: Receiver<Vec<u8>>) -> Self {
-        Chunks {
-            rx,
-            chunk: Vec::new(),
-            at: 0,
-        }
-    }
-}
-
-impl Read for Chunks {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.chunk.len() {
-            match self.rx.recv() {
-                Ok(chunk) => {
-                    self.chunk = chunk;
-                    self.at = 0;
-                }
-                // The stream (or the sandbox) ended.
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.chunk.len() - self.at);
-        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
 }
 
 // ---- the supervisor, inside the sandbox --------------------------------------
@@ -354,6 +318,13 @@ pub fn serve_jobs() -> ExitCode {
     if frames.send(READY, &[]).is_err() {
         return ExitCode::from(126);
     }
+    let forwarders = match Forwarders::start(&frames) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("hearth-agent {SERVE_JOBS}: {e}");
+            return ExitCode::from(126);
+        }
+    };
     let mut stdin = io::stdin().lock();
     loop {
         let job = match read_job(&mut stdin) {
@@ -365,7 +336,7 @@ pub fn serve_jobs() -> ExitCode {
                 return ExitCode::from(126);
             }
         };
-        match run_job(&job, &frames) {
+        match run_job(&job, &frames, &forwarders) {
             Ok(true) => empty_scratch(),
             // Left processes behind: the agent ends this sandbox.
             Ok(false) => {}
@@ -390,7 +361,7 @@ fn read_job(stdin: &mut impl Read) -> io::Result<Job> {
 }
 
 /// Runs one job; true when it left nothing behind.
-fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
+fn run_job(job: &Job, frames: &Frames, forwarders: &Forwarders) -> io::Result<bool> {
     let Some((program, args)) = job.argv.split_first() else {
         return refuse(frames, "empty command", 126);
     };
@@ -435,32 +406,29 @@ fn run_job(job: &Job, frames: &Frames) -> io::Result<bool> {
                 })?;
         }
     }
-    let (done_tx, done) = mpsc::channel();
-    let mut pumps = 0;
-    if let Some(out) = child.stdout.take() {
-        forward(out, STDOUT, STDOUT_END, frames, done_tx.clone())?;
-        pumps += 1;
-    }
-    if let Some(err) = child.stderr.take() {
-        forward(err, STDERR, STDERR_END, frames, done_tx)?;
-        pumps += 1;
-    }
+    let pipes = [
+        child
+            .stdout
+            .take()
+            .map(|p| std::fs::File::from(std::os::fd::OwnedFd::from(p))),
+        child
+            .stderr
+            .take()
+            .map(|p| std::fs::File::from(std::os::fd::OwnedFd::from(p))),
+    ];
+    let pumps = forwarders.forward(pipes);
     let status = child.wait()?;
     let left = others_alive();
-    let clean = left.is_empty();
+    let mut clean = left.is_empty();
     if !clean {
         // Processes the job left may hold its pipes: end them, so everything
         // the job wrote is forwarded before its end is reported. The agent
         // ends the sandbox anyway (a process may have escaped this).
         kill_all(left);
     }
-    let give_up = Instant::now() + DRAIN_WAIT;
-    for _ in 0..pumps {
-        let left = give_up.saturating_duration_since(Instant::now());
-        if done.recv_timeout(left).is_err() {
-            break;
-        }
-    }
+    // A forwarder still held by a pipe would hold up the next job's stream:
+    // the sandbox goes.
+    clean &= forwarders.drained(pumps, Instant::now() + DRAIN_WAIT);
     let mut payload = status.into_raw().to_le_bytes().to_vec();
     payload.push(u8::from(!clean));
     frames.send(EXIT, &payload)?;
@@ -479,33 +447,82 @@ fn refuse(frames: &Frames, message: &str, code: i32) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Forwards a pipe of the job as frames on another thread; says `done` at its end.
-fn forward(
-    mut pipe: impl Read + Send + 'static,
-    tag: u8,
-    end: u8,
-    frames: &Frames,
-    done: Sender<()>,
-) -> io::Result<()> {
-    let frames = frames.clone();
-    std::thread::Builder::new()
-        .name("forward".into())
-        .spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        if frames.send(tag, &buf[..n]).is_err() {
-                            break;
+/// The supervisor's two forwarding threads, kept from job to job: each
+/// forwards a job's pipe as frames to its end, then says so with the job's
+/// number (a late word from an earlier job is not this one's).
+struct Forwarders {
+    pipes: [Sender<(u64, std::fs::File)>; 2],
+    done: Receiver<u64>,
+    job: std::cell::Cell<u64>,
+}
+
+impl Forwarders {
+    fn start(frames: &Frames) -> io::Result<Forwarders> {
+        let (done_tx, done) = mpsc::channel();
+        let spawn = |tag: u8, end: u8| -> io::Result<Sender<(u64, std::fs::File)>> {
+            let (tx, rx) = mpsc::channel::<(u64, std::fs::File)>();
+            let (frames, done) = (frames.clone(), done_tx.clone());
+            std::thread::Builder::new()
+                .name("forward".into())
+                .spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    for (job, mut pipe) in rx {
+                        loop {
+                            match pipe.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(n) => {
+                                    if frames.send(tag, &buf[..n]).is_err() {
+                                        break;
+                                    }
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(_) => break,
+                            }
                         }
+                        let _ = frames.send(end, &[]);
+                        let _ = done.send(job);
                     }
-                }
+                })?;
+            Ok(tx)
+        };
+        Ok(Forwarders {
+            pipes: [spawn(STDOUT, STDOUT_END)?, spawn(STDERR, STDERR_END)?],
+            done,
+            job: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Hands a new job's stdout and stderr to the forwarders; returns how
+    /// many will report their end.
+    fn forward(&self, pipes: [Option<std::fs::File>; 2]) -> usize {
+        let job = self.job.get() + 1;
+        self.job.set(job);
+        let mut pumps = 0;
+        for (to, pipe) in self.pipes.iter().zip(pipes) {
+            if let Some(pipe) = pipe {
+                pumps += usize::from(to.send((job, pipe)).is_ok());
             }
-            let _ = frames.send(end, &[]);
-            let _ = done.send(());
-        })?;
-    Ok(())
+        }
+        pumps
+    }
+
+    /// Waits until the current job's `pumps` pipes are forwarded to their
+    /// end, until `give_up`; false if they were not.
+    fn drained(&self, pumps: usize, give_up: Instant) -> bool {
+        let job = self.job.get();
+        let mut left = pumps;
+        while left > 0 {
+            match self
+                .done
+                .recv_timeout(give_up.saturating_duration_since(Instant::now()))
+            {
+                Ok(j) if j == job => left -= 1,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
 }
 
 /// Live processes of the sandbox other than its init (pid 1) and this
@@ -562,6 +579,9 @@ fn empty_scratch() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::Event;
+    use hearth_core::agent::{Frame, Stream};
+    use std::io::BufRead;
 
     #[test]
     fn job_messages_round_trip() {
@@ -593,6 +613,23 @@ mod tests {
         Resident::new(child).unwrap()
     }
 
+    /// Hands `true` with input `{}` to the sandbox, its streams of generation `gen_`.
+    fn launch_true(
+        r: &mut Resident,
+        ex: &crate::serve::Exchange,
+        gen_: u64,
+    ) -> io::Result<ExitWatch> {
+        let sink = |stream| LineSink::new(stream, 1 << 20, ex, gen_);
+        r.launch(
+            &["true".to_owned()],
+            &BTreeMap::new(),
+            b"{}",
+            sink(Stream::Stdout),
+            sink(Stream::Stderr),
+            ex.events_tx.clone(),
+        )
+    }
+
     #[test]
     fn frames_from_the_supervisor_reach_the_job() {
         // Speaks the supervisor's side of the protocol for one job.
@@ -606,35 +643,53 @@ def frame(tag, payload=b""):
 frame(b"R")
 body = sys.stdin.buffer.read(int(sys.stdin.buffer.read(16)))
 frame(b"o", b"got ")
-frame(b"o", body[body.index(b'"stdin"'):][:7])
+frame(b"o", body[body.index(b'"stdin"'):][:7] + b"\nnext")
 frame(b"O")
 frame(b"e", b"warn")
 frame(b"E")
 frame(b"x", struct.pack("<i", 3 << 8) + b"\x01")
 "#,
         );
-        let mut job = r
-            .start(&["true".to_owned()], &BTreeMap::new(), b"{}")
-            .unwrap();
-        let (mut out, mut err) = (String::new(), String::new());
-        job.stdout.read_to_string(&mut out).unwrap();
-        job.stderr.read_to_string(&mut err).unwrap();
-        assert_eq!(out, "got \"stdin\"");
-        assert_eq!(err, "warn");
-        let exit = loop {
-            if let Some(e) = job.exit.poll() {
-                break e;
+        let (conn, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ex = crate::serve::Exchange::new(crate::serve::Conn::Unix(conn));
+        r.wait_ready().unwrap();
+        let mut exit = launch_true(&mut r, &ex, 7).unwrap();
+        let mut ends = 0;
+        let mut woken = false;
+        while ends < 2 || !woken {
+            match ex.events.recv_timeout(Duration::from_secs(5)).unwrap() {
+                Event::Eof(7) => ends += 1,
+                Event::Exited => woken = true,
+                other => panic!("{other:?}"),
             }
-            std::thread::sleep(Duration::from_millis(5));
-        };
+        }
+        let exit = exit.poll().unwrap();
         assert_eq!(exit.status.code(), Some(3));
         assert!(exit.leftovers);
+        drop(ex);
+        let frames: Vec<Frame> = io::BufReader::new(theirs)
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        let line = |stream, line: &str| Frame::Line {
+            stream,
+            line: line.to_owned(),
+        };
+        assert_eq!(
+            frames,
+            [
+                line(Stream::Stdout, "got \"stdin\""),
+                line(Stream::Stdout, "next"),
+                line(Stream::Stderr, "warn")
+            ]
+        );
         // Once the supervisor is gone, the sandbox takes no further job.
         let _ = r.child.wait();
+        let (conn, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ex = crate::serve::Exchange::new(crate::serve::Conn::Unix(conn));
         let refused = (0..200).any(|_| {
             std::thread::sleep(Duration::from_millis(5));
-            r.start(&["true".to_owned()], &BTreeMap::new(), b"")
-                .is_err()
+            launch_true(&mut r, &ex, 8).is_err()
         });
         assert!(refused);
         r.kill();
@@ -643,22 +698,7 @@ frame(b"x", struct.pack("<i", 3 << 8) + b"\x01")
     #[test]
     fn a_sandbox_that_dies_before_it_is_ready_refuses_the_job() {
         let mut r = fake_supervisor("pass");
-        assert!(
-            r.start(&["true".to_owned()], &BTreeMap::new(), b"")
-                .is_err()
-        );
+        assert!(r.wait_ready().is_err());
         r.kill();
-    }
-
-    #[test]
-    fn chunks_read_across_frames_and_end_when_the_sender_goes() {
-        let (tx, rx) = mpsc::channel();
-        tx.send(b"hel".to_vec()).unwrap();
-        tx.send(Vec::new()).unwrap();
-        tx.send(b"lo\nworld".to_vec()).unwrap();
-        drop(tx);
-        let mut text = String::new();
-        Chunks::new(rx).read_to_string(&mut text).unwrap();
-        assert_eq!(text, "hello\nworld");
     }
 }

@@ -3,7 +3,7 @@
 //! enforces the timeout and cancellation, and reads the output file.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -15,14 +15,14 @@ use hearth_core::agent::{Frame, INPUT_ENV, OUTPUT_ENV, Outcome, Run, Stream};
 
 use crate::args::SandboxKind;
 use crate::bind;
-use crate::resident::{ExitWatch, Resident, ResidentJob};
+use crate::resident::{ExitWatch, Resident};
 use crate::sandbox::{self, Inside, Sandbox};
 use crate::serve::{Agent, Exchange, Out, error_frame};
 
 /// The most output JSON the agent reads.
 const MAX_OUTPUT_BYTES: u64 = 1 << 20;
 /// Longer lines are cut into pieces of this size.
-const MAX_LINE_BYTES: u64 = 64 * 1024;
+const MAX_LINE_BYTES: usize = 64 * 1024;
 /// How long to wait for the output pipes to drain once the process is gone.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
@@ -66,11 +66,27 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
     // is part of binding, not of the job's own run time.
     let sandbox_start = Instant::now();
     let input = serde_json::to_vec(&run.input).unwrap_or_default();
-    let started_process = start(agent, &run.command, &env, input, &ex.events_tx);
-    let sandbox_ms = sandbox_start.elapsed().as_secs_f64() * 1000.0;
-    let bind_ms = bound.bind_ms + sandbox_ms;
+    let spec = Job {
+        argv: &run.command,
+        env: &env,
+        input,
+        max_log_bytes: run.max_log_bytes,
+    };
+    let started_process = start(agent, ex, &spec, || {
+        ex.out.send(&Frame::Bound {
+            bind_ms: sandbox_start
+                .elapsed()
+                .as_secs_f64()
+                .mul_add(1000.0, bound.bind_ms),
+            deps_cached: bound.deps_cached,
+        });
+    });
     let started = Instant::now();
-    let (mut process, stdout, stderr) = match started_process {
+    let Started {
+        mut process,
+        gen_,
+        streams,
+    } = match started_process {
         Ok(started) => started,
         Err(e) => {
             return error_frame(
@@ -79,19 +95,7 @@ pub fn execute(agent: &Arc<Agent>, ex: &Exchange, run: &Run) -> Frame {
             );
         }
     };
-    ex.out.send(&Frame::Bound {
-        bind_ms,
-        deps_cached: bound.deps_cached,
-    });
     let job = agent.register(process.id());
-    let gen_ = ex.next_gen();
-    let mut streams = 0;
-    if let Some(stdout) = stdout {
-        streams += spawn_pump(stdout, Stream::Stdout, run.max_log_bytes, ex, gen_);
-    }
-    if let Some(stderr) = stderr {
-        streams += spawn_pump(stderr, Stream::Stderr, run.max_log_bytes, ex, gen_);
-    }
 
     let deadline = deadline_after(started, run.timeout_ms);
     let ending = supervise(
@@ -145,44 +149,75 @@ pub fn deadline_after(start: Instant, timeout_ms: u64) -> Instant {
         .unwrap_or(start)
 }
 
-/// A job's output stream.
-type Output = Option<Box<dyn Read + Send>>;
-
-/// Starts the job with `input` on its stdin: in the pod's resident sandbox
-/// (bubblewrap), else as a process of its own. Returns it with its stdout
-/// and stderr.
-fn start(
-    agent: &Agent,
-    argv: &[String],
-    env: &BTreeMap<String, String>,
+/// What [`start`] runs.
+struct Job<'a> {
+    argv: &'a [String],
+    env: &'a BTreeMap<String, String>,
     input: Vec<u8>,
-    events: &Sender<Event>,
-) -> io::Result<(Process, Output, Output)> {
-    if argv.is_empty() {
+    max_log_bytes: u64,
+}
+
+/// A started job: its process, the generation of its output streams and how
+/// many of them will report their end.
+struct Started {
+    process: Process,
+    gen_: u64,
+    streams: usize,
+}
+
+/// Starts the job with its input on stdin: in the pod's resident sandbox
+/// (bubblewrap), else as a process of its own. `bound` is called once the
+/// sandbox is there, before the job can write a line (the service learns
+/// that the job runs before it sees its output).
+fn start(agent: &Agent, ex: &Exchange, job: &Job<'_>, bound: impl FnOnce()) -> io::Result<Started> {
+    if job.argv.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
     }
+    let sinks = |gen_| {
+        let sink = |stream| LineSink::new(stream, job.max_log_bytes, ex, gen_);
+        (sink(Stream::Stdout), sink(Stream::Stderr))
+    };
     if agent.sandbox.kind() == SandboxKind::Bwrap {
+        let mut bound = Some(bound);
         let mut last = None;
         // A sandbox kept from an earlier job may have died meanwhile: one retry
-        // with a new one.
+        // with a new one. Each try's streams have a generation of their own,
+        // so the ends of a failed try's streams count for nothing.
         for _ in 0..2 {
             let mut sandbox = match agent.take_resident() {
                 Some(r) => r,
                 None => agent.sandbox.prepare(&agent.layout)?,
             };
-            match sandbox.start(argv, env, &input) {
-                Ok(ResidentJob {
-                    stdout,
-                    stderr,
-                    exit,
-                }) => {
-                    sandbox.wake_on_exit(events.clone());
+            if let Err(e) = sandbox.wait_ready() {
+                sandbox.kill();
+                last = Some(e);
+                continue;
+            }
+            if let Some(bound) = bound.take() {
+                bound();
+            }
+            let gen_ = ex.next_gen();
+            let (stdout, stderr) = sinks(gen_);
+            let launched = sandbox.launch(
+                job.argv,
+                job.env,
+                &job.input,
+                stdout,
+                stderr,
+                ex.events_tx.clone(),
+            );
+            match launched {
+                Ok(exit) => {
                     let process = Process::Resident {
                         sandbox,
                         exit,
                         ended: false,
                     };
-                    return Ok((process, Some(Box::new(stdout)), Some(Box::new(stderr))));
+                    return Ok(Started {
+                        process,
+                        gen_,
+                        streams: 2,
+                    });
                 }
                 Err(e) => {
                     sandbox.kill();
@@ -192,12 +227,13 @@ fn start(
         }
         return Err(last.unwrap_or_else(|| io::Error::other("no sandbox")));
     }
-    let mut cmd = agent.sandbox.command(&agent.layout, argv, env)?;
+    let mut cmd = agent.sandbox.command(&agent.layout, job.argv, job.env)?;
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = agent.sandbox.spawn(cmd)?;
     if let Some(mut stdin) = child.stdin.take() {
+        let input = job.input.clone();
         // A job that never reads its stdin must not block the agent.
         let _ = std::thread::Builder::new()
             .name("stdin".into())
@@ -205,15 +241,21 @@ fn start(
                 let _ = stdin.write_all(&input);
             });
     }
-    let stdout: Output = child
-        .stdout
-        .take()
-        .map(|p| Box::new(p) as Box<dyn Read + Send>);
-    let stderr: Output = child
-        .stderr
-        .take()
-        .map(|p| Box::new(p) as Box<dyn Read + Send>);
-    Ok((Process::Child(child), stdout, stderr))
+    bound();
+    let gen_ = ex.next_gen();
+    let (stdout, stderr) = sinks(gen_);
+    let mut streams = 0;
+    if let Some(pipe) = child.stdout.take() {
+        streams += spawn_pump(pipe, stdout);
+    }
+    if let Some(pipe) = child.stderr.take() {
+        streams += spawn_pump(pipe, stderr);
+    }
+    Ok(Started {
+        process: Process::Child(child),
+        gen_,
+        streams,
+    })
 }
 
 /// A running job: a process of its own, or a job in a resident sandbox.
@@ -446,52 +488,96 @@ pub fn supervise(
     ending
 }
 
-/// Starts the thread that streams one output pipe as frames; returns 1 (the
-/// number of pipes to wait for) if it started.
-fn spawn_pump(
-    pipe: impl Read + Send + 'static,
-    stream: Stream,
-    max_bytes: u64,
-    ex: &Exchange,
-    gen_: u64,
-) -> usize {
-    let out = Arc::clone(&ex.out);
-    let tx: Sender<Event> = ex.events_tx.clone();
+/// Starts the thread that streams one output pipe into `sink`; returns 1
+/// (the number of pipes to wait for) if it started.
+fn spawn_pump(mut pipe: impl Read + Send + 'static, mut sink: LineSink) -> usize {
     let spawned = std::thread::Builder::new()
-        .name(format!("{stream:?}"))
+        .name(format!("{:?}", sink.stream))
         .spawn(move || {
-            pump(pipe, stream, max_bytes, &out);
-            let _ = tx.send(Event::Eof(gen_));
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => sink.feed(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            sink.end();
         });
     usize::from(spawned.is_ok())
 }
 
-/// Sends each line of `pipe` as a frame until its end, within the byte budget.
-fn pump(pipe: impl Read, stream: Stream, max_bytes: u64, out: &Out) {
-    let mut reader = BufReader::new(pipe);
-    let mut budget = LogBudget::new(max_bytes);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match (&mut reader)
-            .take(MAX_LINE_BYTES)
-            .read_until(b'\n', &mut buf)
-        {
-            Ok(0) | Err(_) => return,
-            Ok(n) => match budget.admit(n as u64) {
-                Admit::Send => {
-                    out.send(&Frame::Line {
-                        stream,
-                        line: line_text(&buf),
-                    });
-                }
-                Admit::Truncate => {
-                    out.send(&Frame::Truncated { stream });
-                }
-                // Keep draining so the job never blocks on a full pipe.
-                Admit::Drop => {}
-            },
+/// One output stream of a job, cut into `line` frames within its byte budget
+/// as its bytes arrive (from a pipe, or from the frames of a resident
+/// sandbox). Lines longer than [`MAX_LINE_BYTES`] are cut into pieces of
+/// that size. Its end sends the last piece and `Eof` of its generation.
+#[derive(Debug)]
+pub struct LineSink {
+    stream: Stream,
+    budget: LogBudget,
+    line: Vec<u8>,
+    out: Arc<Out>,
+    events: Sender<Event>,
+    gen_: u64,
+}
+
+impl LineSink {
+    pub fn new(stream: Stream, max_bytes: u64, ex: &Exchange, gen_: u64) -> Self {
+        LineSink {
+            stream,
+            budget: LogBudget::new(max_bytes),
+            line: Vec::new(),
+            out: Arc::clone(&ex.out),
+            events: ex.events_tx.clone(),
+            gen_,
         }
+    }
+
+    /// Takes the next bytes of the stream.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let room = MAX_LINE_BYTES - self.line.len();
+            let window = &bytes[..bytes.len().min(room)];
+            let take = match window.iter().position(|&b| b == b'\n') {
+                Some(newline) => newline + 1,
+                None if window.len() == room => room,
+                None => {
+                    self.line.extend_from_slice(bytes);
+                    return;
+                }
+            };
+            self.line.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            self.emit();
+        }
+    }
+
+    /// The stream ended: the last line goes even without its newline.
+    pub fn end(mut self) {
+        if !self.line.is_empty() {
+            self.emit();
+        }
+        let _ = self.events.send(Event::Eof(self.gen_));
+    }
+
+    fn emit(&mut self) {
+        match self.budget.admit(self.line.len() as u64) {
+            Admit::Send => {
+                self.out.send(&Frame::Line {
+                    stream: self.stream,
+                    line: line_text(&self.line),
+                });
+            }
+            Admit::Truncate => {
+                self.out.send(&Frame::Truncated {
+                    stream: self.stream,
+                });
+            }
+            // Keep draining so the job never blocks on a full pipe.
+            Admit::Drop => {}
+        }
+        self.line.clear();
     }
 }
 
@@ -589,6 +675,64 @@ mod tests {
         assert_eq!(b.admit(0), Admit::Drop);
         let mut zero = LogBudget::new(0);
         assert_eq!(zero.admit(1), Admit::Truncate);
+    }
+
+    /// The frames an exchange wrote, once it is gone.
+    fn frames_of(ex: Exchange, theirs: std::os::unix::net::UnixStream) -> Vec<Frame> {
+        use std::io::BufRead as _;
+        drop(ex);
+        io::BufReader::new(theirs)
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn line_sinks_cut_lines_across_chunks_and_at_the_size_limit() {
+        let (conn, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ex = Exchange::new(crate::serve::Conn::Unix(conn));
+        let mut sink = LineSink::new(Stream::Stdout, 1 << 20, &ex, 3);
+        sink.feed(b"hel");
+        sink.feed(b"");
+        sink.feed(b"lo\r\nworld\n\nlong ");
+        let long = vec![b'x'; MAX_LINE_BYTES];
+        sink.feed(&long);
+        sink.feed(b"tail");
+        sink.end();
+        assert!(matches!(ex.events.try_recv(), Ok(Event::Eof(3))));
+        let lines: Vec<String> = frames_of(ex, theirs)
+            .into_iter()
+            .map(|f| match f {
+                Frame::Line {
+                    stream: Stream::Stdout,
+                    line,
+                } => line,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let piece = format!("long {}", "x".repeat(MAX_LINE_BYTES - 5));
+        assert_eq!(lines, ["hello", "world", "", &piece, "xxxxxtail"]);
+    }
+
+    #[test]
+    fn line_sinks_keep_to_their_budget() {
+        let (conn, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ex = Exchange::new(crate::serve::Conn::Unix(conn));
+        let mut sink = LineSink::new(Stream::Stderr, 8, &ex, 0);
+        sink.feed(b"abc\ndefg\nhi\njk\n");
+        sink.end();
+        assert_eq!(
+            frames_of(ex, theirs),
+            [
+                Frame::Line {
+                    stream: Stream::Stderr,
+                    line: "abc".to_owned()
+                },
+                Frame::Truncated {
+                    stream: Stream::Stderr
+                }
+            ]
+        );
     }
 
     #[test]

@@ -550,6 +550,18 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    /// A run's exchange over `conn`, with no job yet.
+    #[cfg(test)]
+    pub fn new(conn: Conn) -> Self {
+        let (events_tx, events) = mpsc::channel();
+        Exchange {
+            out: Arc::new(Out::new(conn, true)),
+            events_tx,
+            events,
+            next_gen: AtomicU64::new(0),
+        }
+    }
+
     /// A fresh generation number for the processes of one spawn, so late
     /// events of an earlier process are told apart.
     pub fn next_gen(&self) -> u64 {
