@@ -307,6 +307,51 @@ pub async fn assign_attempt(
     .await?)
 }
 
+/// One job's assignment, for [`assign_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assign {
+    pub job_id: Uuid,
+    pub source: Source,
+    pub pods: Vec<String>,
+    pub queued_ms: f64,
+}
+
+/// [`assign_attempt`] for many jobs at once, in one statement: what the
+/// scheduler's group commit of assignments runs. Returns the attempt each
+/// assigned job starts, by job; a job left out was no longer queued, was
+/// cancelled, or `epoch` is not current.
+#[tracing::instrument(skip(db, jobs), fields(jobs = jobs.len()))]
+pub async fn assign_many(
+    db: impl PgExecutor<'_>,
+    epoch: i64,
+    jobs: &[&Assign],
+) -> Result<Vec<(Uuid, i32)>> {
+    let ids: Vec<Uuid> = jobs.iter().map(|a| a.job_id).collect();
+    let sources: Vec<&str> = jobs.iter().map(|a| a.source.as_str()).collect();
+    let pods: Vec<serde_json::Value> = jobs.iter().map(|a| serde_json::json!(a.pods)).collect();
+    let queued: Vec<f64> = jobs.iter().map(|a| a.queued_ms).collect();
+    let rows = sqlx::query!(
+        "update job set state = $5, source = u.u_source,
+                        pods = array(select jsonb_array_elements_text(u.u_pods)),
+                        queued_ms = u.u_queued_ms, attempts = attempts + 1, assigned_at = now()
+           from unnest($1::uuid[], $2::text[], $3::jsonb[], $4::float8[])
+             as u(u_job_id, u_source, u_pods, u_queued_ms)
+         where job.job_id = u.u_job_id and job.state = any($6) and not job.cancel_requested
+           and exists (select 1 from leadership where epoch = $7 for share)
+         returning job.job_id, job.attempts",
+        &ids,
+        &sources as _,
+        &pods,
+        &queued,
+        State::Assigned as _,
+        &State::before(State::Assigned) as _,
+        epoch,
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.job_id, r.attempts)).collect())
+}
+
 /// `assigned -> running`, once the pods are acquired and bound (by the
 /// leader of `epoch`, still current).
 #[tracing::instrument(skip(db))]
@@ -483,6 +528,102 @@ pub async fn finish(
         .await?;
     }
     Ok(row)
+}
+
+/// [`finish`] for many jobs at once, in one statement per final state (on
+/// the caller's connection or transaction): what the scheduler's group
+/// commit of job ends runs, so that concurrent ends share a commit. Returns
+/// the rows it finished; a job left out had already finished, could not
+/// become its state, or `epoch` is not current. Ends with full logs are
+/// refused (they are stored by [`finish`], with their logs).
+///
+/// # Errors
+/// [`Error::NotTerminal`] as [`finish`], before anything is written.
+#[tracing::instrument(skip(db, ends), fields(jobs = ends.len()))]
+pub async fn finish_many(
+    db: &mut PgConnection,
+    epoch: i64,
+    ends: &[(Uuid, &Finish)],
+) -> Result<Vec<JobRow>> {
+    for (_, f) in ends {
+        if !f.state.is_terminal()
+            || f.error_code.is_some() == (f.state == State::Succeeded)
+            || f.full_logs.is_some()
+        {
+            return Err(Error::NotTerminal(f.state, f.error_code));
+        }
+    }
+    let mut finished = Vec::with_capacity(ends.len());
+    for state in State::ALL.iter().copied().filter(|s| s.is_terminal()) {
+        let group: Vec<&(Uuid, &Finish)> = ends.iter().filter(|(_, f)| f.state == state).collect();
+        if group.is_empty() {
+            continue;
+        }
+        let ids: Vec<Uuid> = group.iter().map(|(id, _)| *id).collect();
+        let exit_codes: Vec<Option<i32>> = group.iter().map(|(_, f)| f.exit_code).collect();
+        let outputs: Vec<Option<serde_json::Value>> =
+            group.iter().map(|(_, f)| f.output.clone()).collect();
+        let stdouts: Vec<&str> = group.iter().map(|(_, f)| f.stdout.as_str()).collect();
+        let stderrs: Vec<&str> = group.iter().map(|(_, f)| f.stderr.as_str()).collect();
+        let stdout_cut: Vec<bool> = group.iter().map(|(_, f)| f.stdout_truncated).collect();
+        let stderr_cut: Vec<bool> = group.iter().map(|(_, f)| f.stderr_truncated).collect();
+        let codes: Vec<Option<&str>> = group
+            .iter()
+            .map(|(_, f)| f.error_code.map(|c| c.as_str()))
+            .collect();
+        let messages: Vec<Option<&str>> = group
+            .iter()
+            .map(|(_, f)| f.error_message.as_deref())
+            .collect();
+        let acquire: Vec<Option<f64>> = group.iter().map(|(_, f)| f.acquire_ms).collect();
+        let bind: Vec<Option<f64>> = group.iter().map(|(_, f)| f.bind_ms).collect();
+        let run: Vec<Option<f64>> = group.iter().map(|(_, f)| f.run_ms).collect();
+        let started_ago: Vec<Option<f64>> = group.iter().map(|(_, f)| f.started_ms_ago).collect();
+        let rows = job_rows!(
+            "update job set state = $2, exit_code = u.u_exit_code, output = u.u_output,
+                            stdout = u.u_stdout, stderr = u.u_stderr,
+                            stdout_truncated = u.u_stdout_truncated,
+                            stderr_truncated = u.u_stderr_truncated,
+                            error_code = u.u_error_code, error_message = u.u_error_message,
+                            acquire_ms = coalesce(u.u_acquire_ms, job.acquire_ms),
+                            bind_ms = coalesce(u.u_bind_ms, job.bind_ms),
+                            run_ms = u.u_run_ms, finished_at = now(),
+                            started_at = coalesce(job.started_at,
+                                now() - make_interval(secs => u.u_started_ms_ago / 1000)),
+                            queued_ms = coalesce(job.queued_ms, extract(epoch from now() - job.created_at) * 1000),
+                            total_ms = extract(epoch from now() - job.created_at) * 1000
+               from unnest($1::uuid[], $5::int4[], $6::jsonb[], $7::text[], $8::text[], $9::bool[],
+                           $10::bool[], $11::text[], $12::text[], $13::float8[], $14::float8[],
+                           $15::float8[], $16::float8[])
+                 as u(u_job_id, u_exit_code, u_output, u_stdout, u_stderr, u_stdout_truncated,
+                      u_stderr_truncated, u_error_code, u_error_message, u_acquire_ms, u_bind_ms,
+                      u_run_ms, u_started_ms_ago)
+             where job.job_id = u.u_job_id and job.state = any($4)
+               and exists (select 1 from leadership where epoch = $3 for share)
+             returning",
+            "",
+            &ids,
+            state as _,
+            epoch,
+            &State::before(state) as _,
+            &exit_codes as _,
+            &outputs as _,
+            &stdouts as _,
+            &stderrs as _,
+            &stdout_cut,
+            &stderr_cut,
+            &codes as _,
+            &messages as _,
+            &acquire as _,
+            &bind as _,
+            &run as _,
+            &started_ago as _,
+        )
+        .fetch_all(&mut *db)
+        .await?;
+        finished.extend(rows);
+    }
+    Ok(finished)
 }
 
 /// What [`request_cancel`] found.

@@ -67,6 +67,27 @@ fn new_job<'a>(
     }
 }
 
+/// Inserts one job of `tenant_id` per entry of `assigned`, and assigns
+/// those marked (as the leader of epoch 0); their ids.
+async fn jobs_of(db: &PgPool, tenant_id: Uuid, assigned: &[bool]) -> Vec<Uuid> {
+    let spec = json!({});
+    let mut conn = db.acquire().await.unwrap();
+    let mut ids = Vec::new();
+    for &assign in assigned {
+        let job = new_job(tenant_id, &spec, None, None);
+        ids.push(job.job_id);
+        job::insert(&mut conn, &job).await.unwrap();
+        if assign {
+            assert!(
+                job::assign(db, 0, job.job_id, Source::Warm, &["p".into()], 1.0)
+                    .await
+                    .unwrap()
+            );
+        }
+    }
+    ids
+}
+
 #[sqlx::test(migrations = "../../migrations")]
 async fn tenant_names_are_unique_and_keys_revocable(db: PgPool) {
     let _guard = DropOnPanic(db.clone());
@@ -382,19 +403,8 @@ async fn cancel_and_list(db: PgPool) {
 async fn a_start_not_written_alone_is_written_with_the_end(db: PgPool) {
     let _guard = DropOnPanic(db.clone());
     let t = tenant::create(&db, "acme").await.unwrap();
-    let spec = json!({});
     let mut conn = db.acquire().await.unwrap();
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let job = new_job(t.tenant_id, &spec, None, None);
-        ids.push(job.job_id);
-        job::insert(&mut conn, &job).await.unwrap();
-        assert!(
-            job::assign(&db, 0, job.job_id, Source::Warm, &["p".into()], 1.0)
-                .await
-                .unwrap()
-        );
-    }
+    let ids = jobs_of(&db, t.tenant_id, &[true, true]).await;
     assert!(job::start(&db, 0, ids[1], 1.0, 1.0).await.unwrap());
     let written = job::get(&db, t.tenant_id, ids[1]).await.unwrap().unwrap();
     let fin = Finish {
@@ -731,4 +741,177 @@ async fn job_events_are_numbered_per_job_in_order(db: PgPool) {
     // They go with their tenant.
     tenant::delete(&db, t.tenant_id).await.unwrap();
     assert_eq!(job_event::last(&db, t.tenant_id, a).await.unwrap(), 0);
+}
+
+/// Ends stored together (the scheduler's group commit) leave each row as
+/// its end stored alone would, and refuse what each alone would refuse.
+#[sqlx::test(migrations = "../../migrations")]
+async fn ends_stored_together_are_stored_as_alone(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let mut conn = db.acquire().await.unwrap();
+    let ids = jobs_of(&db, t.tenant_id, &[true, true, false, false, true]).await;
+    let ok = Finish {
+        exit_code: Some(0),
+        output: Some(json!({"answer": [4, 2]})),
+        stdout: "out\u{e9}".into(),
+        stderr: "err".into(),
+        stderr_truncated: true,
+        acquire_ms: Some(1.5),
+        bind_ms: Some(2.5),
+        run_ms: Some(40.0),
+        started_ms_ago: Some(60_000.0),
+        ..Finish::new(State::Succeeded)
+    };
+    let failed = Finish {
+        run_ms: Some(3.0),
+        ..Finish::failed(State::Failed, ErrorCode::UnknownProfile, "no such profile")
+    };
+    // The last job ends first, alone, as the one it is compared with.
+    let alone = job::finish(&mut conn, 0, ids[4], &ok)
+        .await
+        .unwrap()
+        .unwrap();
+    // Not while a stale leader asks, nor with what no end may carry.
+    assert!(
+        job::finish_many(&mut conn, 7, &[(ids[0], &ok)])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let with_logs = Finish {
+        full_logs: Some(("a".into(), "b".into())),
+        ..ok.clone()
+    };
+    let running = Finish::new(State::Running);
+    for bad in [&with_logs, &running] {
+        assert!(matches!(
+            job::finish_many(&mut conn, 0, &[(ids[0], &ok), (ids[1], bad)]).await,
+            Err(Error::NotTerminal(..))
+        ));
+    }
+    assert_eq!(
+        job::get(&db, t.tenant_id, ids[0])
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        State::Assigned,
+        "nothing is written when one end is refused"
+    );
+    // Two final states at once; a queued job cannot succeed but may fail;
+    // a finished job stays as it is.
+    let rows = job::finish_many(
+        &mut conn,
+        0,
+        &[
+            (ids[0], &ok),
+            (ids[1], &failed),
+            (ids[2], &ok),
+            (ids[3], &failed),
+            (ids[4], &failed),
+        ],
+    )
+    .await
+    .unwrap();
+    let mut got: Vec<(Uuid, State)> = rows.iter().map(|r| (r.job_id, r.state)).collect();
+    got.sort_by_key(|(id, _)| *id);
+    let mut want = vec![
+        (ids[0], State::Succeeded),
+        (ids[1], State::Failed),
+        (ids[3], State::Failed),
+    ];
+    want.sort_by_key(|(id, _)| *id);
+    assert_eq!(got, want);
+    let together = rows.iter().find(|r| r.job_id == ids[0]).unwrap();
+    let same = |r: &job::JobRow| {
+        (
+            r.exit_code,
+            r.output.clone(),
+            r.stdout.clone(),
+            r.stderr.clone(),
+            (r.stdout_truncated, r.stderr_truncated),
+            (r.error_code, r.error_message.clone()),
+            (r.acquire_ms, r.bind_ms, r.run_ms),
+            r.finished_at
+                .zip(r.started_at)
+                .map(|(f, s)| (f - s).whole_seconds()),
+            r.total_ms.is_some(),
+        )
+    };
+    assert_eq!(same(together), same(&alone));
+    let failed_row = rows.iter().find(|r| r.job_id == ids[3]).unwrap();
+    assert_eq!(
+        (failed_row.error_code, failed_row.error_message.as_deref()),
+        (Some(ErrorCode::UnknownProfile), Some("no such profile"))
+    );
+    let untouched = job::get(&db, t.tenant_id, ids[2]).await.unwrap().unwrap();
+    assert_eq!(untouched.state, State::Queued);
+    let kept = job::get(&db, t.tenant_id, ids[4]).await.unwrap().unwrap();
+    assert_eq!(kept, alone);
+}
+
+/// Assignments stored together take only queued, uncancelled jobs, under
+/// the current epoch, each with its own pods, source and wait.
+#[sqlx::test(migrations = "../../migrations")]
+async fn assignments_stored_together_are_stored_as_alone(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let mut conn = db.acquire().await.unwrap();
+    let ids = jobs_of(&db, t.tenant_id, &[false; 4]).await;
+    // One is assigned already, one cancelled while queued.
+    assert!(
+        job::assign(&db, 0, ids[2], Source::Cold, &["p0".into()], 1.0)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        job::request_cancel(&mut conn, t.tenant_id, ids[3])
+            .await
+            .unwrap(),
+        Cancel::Cancelled(_)
+    ));
+    let assign = |i: usize, pods: &[&str]| job::Assign {
+        job_id: ids[i],
+        source: if i == 0 {
+            Source::Warm
+        } else {
+            Source::Standby
+        },
+        pods: pods.iter().map(|p| (*p).to_owned()).collect(),
+        queued_ms: 10.0 * i as f64,
+    };
+    let all = [
+        assign(0, &["pod-a"]),
+        assign(1, &["pod-b", "pod-c"]),
+        assign(2, &["pod-d"]),
+        assign(3, &["pod-e"]),
+    ];
+    let refs: Vec<&job::Assign> = all.iter().collect();
+    assert!(
+        job::assign_many(&db, 9, &refs).await.unwrap().is_empty(),
+        "a stale leader assigns nothing"
+    );
+    let mut got = job::assign_many(&db, 0, &refs).await.unwrap();
+    got.sort_by_key(|(id, _)| *id);
+    let mut want = vec![(ids[0], 1), (ids[1], 1)];
+    want.sort_by_key(|(id, _)| *id);
+    assert_eq!(got, want);
+    for (i, pods, source) in [
+        (0, vec!["pod-a"], Source::Warm),
+        (1, vec!["pod-b", "pod-c"], Source::Standby),
+        (2, vec!["p0"], Source::Cold),
+    ] {
+        let row = job::get(&db, t.tenant_id, ids[i]).await.unwrap().unwrap();
+        assert_eq!(row.state, State::Assigned);
+        assert_eq!(row.pods, pods);
+        assert_eq!(row.source, Some(source));
+        assert_eq!(row.attempts, 1);
+        if i < 2 {
+            assert_eq!(row.queued_ms, Some(10.0 * i as f64));
+            assert!(row.assigned_at.is_some());
+        }
+    }
+    let cancelled = job::get(&db, t.tenant_id, ids[3]).await.unwrap().unwrap();
+    assert_eq!(cancelled.state, State::Cancelled);
 }

@@ -36,11 +36,13 @@
 mod adopt;
 mod decide;
 mod gpu;
+mod group;
 mod leader;
 mod listen;
 mod record;
 mod run;
 mod views;
+mod writes;
 
 use gpu::devices;
 pub use gpu::{Gpus, PoolSettings};
@@ -419,6 +421,9 @@ struct Inner {
     settings: Settings,
     metrics: Arc<Metrics>,
     recorder: record::Recorder,
+    /// Group commits of job assignments (relaxed) and ends (durable).
+    assignments: writes::Assignments,
+    ends: writes::Ends,
     /// The policy's epoch.
     epoch: Instant,
     state: Mutex<State>,
@@ -500,6 +505,8 @@ impl Scheduler {
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 recorder: record::Recorder::start(db.clone()),
+                assignments: writes::Assignments::start(relaxed.clone()),
+                ends: writes::Ends::start(db.clone()),
                 db,
                 relaxed,
                 runtime,

@@ -19,13 +19,13 @@ use hearth_core::job::Code;
 use hearth_core::{ErrorCode, Source, State};
 use hearth_pool::PodId;
 use hearth_runtime::{Pod, client};
-use hearth_store::job::Finish;
+use hearth_store::job::{Assign, Finish};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanContext;
 use time::OffsetDateTime;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use super::{Phase, Queued, Scheduler};
+use super::{Phase, Queued, Scheduler, writes};
 use crate::telemetry::JobSpan;
 
 /// One pod a job was assigned, in rank order.
@@ -148,23 +148,6 @@ impl Log {
         }
         !self.full_cut
     }
-}
-
-/// Stores the end of a job (with its full logs in the same transaction).
-async fn store_end(
-    db: &sqlx::PgPool,
-    epoch: i64,
-    job_id: uuid::Uuid,
-    finish: &Finish,
-) -> Result<Option<hearth_store::job::JobRow>, hearth_store::Error> {
-    let mut conn = db.acquire().await?;
-    if finish.full_logs.is_none() {
-        return hearth_store::job::finish(&mut conn, epoch, job_id, finish).await;
-    }
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let row = hearth_store::job::finish(&mut tx, epoch, job_id, finish).await?;
-    tx.commit().await?;
-    Ok(row)
 }
 
 /// How a job's exchange with its pods begins.
@@ -314,7 +297,9 @@ impl Scheduler {
         let mut attempt = 0;
         let row = loop {
             attempt += 1;
-            match store_end(db, self.epoch(), job.job_id, &finish).await {
+            match super::writes::store_end(&self.inner.ends, db, self.epoch(), job.job_id, &finish)
+                .await
+            {
                 Ok(Some(row)) => break Some(row),
                 // Already final (cancelled while queued): report what is stored.
                 Ok(None) => {
@@ -406,16 +391,16 @@ impl Scheduler {
             .iter()
             .map(|a| a.runtime_id.clone())
             .collect();
-        let attempt = match hearth_store::job::assign_attempt(
-            &self.inner.relaxed,
-            self.epoch(),
-            job.job_id,
-            placement.source,
-            &pod_ids,
-            queued_ms,
-        )
-        .await
-        {
+        let assignment = writes::Assignment {
+            epoch: self.epoch(),
+            assign: Assign {
+                job_id: job.job_id,
+                source: placement.source,
+                pods: pod_ids,
+                queued_ms,
+            },
+        };
+        let attempt = match self.inner.assignments.write(assignment).await {
             Ok(Some(attempt)) => attempt,
             Ok(None) => return Ending::NotAssigned,
             Err(e) => return Ending::Lost(format!("recording the assignment failed: {e}")),

@@ -1,0 +1,114 @@
+//! Group commit of the writes every job makes on its way (its assignment,
+//! its end). Each job's task hands its write to [`Group::write`] and waits
+//! for it; one writer task per kind of write performs them. A write that
+//! arrives while the writer is idle is performed at once, on its own,
+//! exactly as without the group; writes that arrive while one is in flight
+//! wait for it and then share one statement and one commit, so under load a
+//! job's write costs a fraction of a statement, and alone it waits for
+//! nothing.
+//!
+//! A shared write that fails is retried for each item on its own (off the
+//! writer), so an item the database refuses fails only its own job.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sqlx::PgPool;
+use tokio::sync::{mpsc, oneshot};
+
+/// Items shared by one write at most.
+const BATCH: usize = 256;
+
+/// One kind of write, alone and shared.
+pub(super) trait Write: Send + Sync + 'static {
+    type Item: Send + Sync + 'static;
+    type Out: Send + 'static;
+
+    /// Performs the write of one item on its own.
+    fn one(
+        db: &PgPool,
+        item: &Self::Item,
+    ) -> impl Future<Output = Result<Self::Out, hearth_store::Error>> + Send;
+
+    /// Performs the writes of `items` together; the outcome of each, in
+    /// their order. All or none of them are written.
+    fn many(
+        db: &PgPool,
+        items: &[Self::Item],
+    ) -> impl Future<Output = Result<Vec<Self::Out>, hearth_store::Error>> + Send;
+}
+
+type Reply<W> = oneshot::Sender<Result<<W as Write>::Out, hearth_store::Error>>;
+
+/// The handle of a writer task, which ends when this is dropped.
+#[derive(Debug)]
+pub(super) struct Group<W: Write> {
+    tx: mpsc::UnboundedSender<(W::Item, Reply<W>)>,
+    /// Items written by shared writes so far.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "what the tests see of the sharing")
+    )]
+    shared: Arc<AtomicU64>,
+}
+
+impl<W: Write> Group<W> {
+    pub(super) fn start(db: PgPool) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(AtomicU64::new(0));
+        tokio::spawn(run::<W>(db, rx, Arc::clone(&shared)));
+        Group { tx, shared }
+    }
+
+    /// Performs the write of `item`, alone or with others.
+    pub(super) async fn write(&self, item: W::Item) -> Result<W::Out, hearth_store::Error> {
+        let (reply, done) = oneshot::channel();
+        self.tx
+            .send((item, reply))
+            .map_err(|_| sqlx::Error::WorkerCrashed)?;
+        // Without its writer (the service is shutting down) the write did
+        // not happen: the caller's retries see a failed write.
+        done.await.map_err(|_| sqlx::Error::WorkerCrashed)?
+    }
+
+    /// Items written by shared writes so far.
+    #[cfg(test)]
+    pub(super) fn shared(&self) -> u64 {
+        self.shared.load(Ordering::Relaxed)
+    }
+}
+
+async fn run<W: Write>(
+    db: PgPool,
+    mut rx: mpsc::UnboundedReceiver<(W::Item, Reply<W>)>,
+    shared: Arc<AtomicU64>,
+) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut batch, BATCH).await > 0 {
+        let (items, replies): (Vec<W::Item>, Vec<Reply<W>>) = batch.drain(..).unzip();
+        if items.len() == 1 {
+            if let (Some(item), Some(reply)) = (items.first(), replies.into_iter().next()) {
+                let _ = reply.send(W::one(&db, item).await);
+            }
+            continue;
+        }
+        match W::many(&db, &items).await {
+            Ok(outs) => {
+                shared.fetch_add(items.len() as u64, Ordering::Relaxed);
+                for (reply, out) in replies.into_iter().zip(outs) {
+                    let _ = reply.send(Ok(out));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(items = items.len(), error = %e, "a shared write failed; writing each alone");
+                let db = db.clone();
+                tokio::spawn(async move {
+                    for (item, reply) in items.iter().zip(replies) {
+                        let _ = reply.send(W::one(&db, item).await);
+                    }
+                });
+            }
+        }
+    }
+}

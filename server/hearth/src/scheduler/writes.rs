@@ -1,0 +1,283 @@
+//! The two writes every job makes, through [`Group`]s: its assignment
+//! (relaxed) and its end (durable). Concurrent ones share a statement and a
+//! commit: one per leadership epoch (and, for ends, final state).
+
+use std::collections::HashMap;
+
+use hearth_store::job::{Assign, Finish, JobRow};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::group::{Group, Write};
+
+/// The end of one job, as the leader of `epoch` stores it.
+#[derive(Debug)]
+pub(super) struct End {
+    pub epoch: i64,
+    pub job_id: Uuid,
+    pub finish: Finish,
+}
+
+/// Writes [`End`]s: the final row, or `None` if the job could not take
+/// this end (see [`hearth_store::job::finish`]).
+#[derive(Debug)]
+pub(super) struct EndWrite;
+
+pub(super) type Ends = Group<EndWrite>;
+
+type Stored = Result<Option<JobRow>, hearth_store::Error>;
+
+impl Write for EndWrite {
+    type Item = End;
+    type Out = Option<JobRow>;
+
+    async fn one(db: &PgPool, end: &End) -> Stored {
+        store_one(db, end.epoch, end.job_id, &end.finish).await
+    }
+
+    async fn many(db: &PgPool, ends: &[End]) -> Result<Vec<Option<JobRow>>, hearth_store::Error> {
+        let mut rows = store_shared(db, ends).await?;
+        Ok(ends.iter().map(|e| rows.remove(&e.job_id)).collect())
+    }
+}
+
+/// Stores the end of a job, durably: with others through `ends`, or, with
+/// its full logs, in a transaction of its own.
+pub(super) async fn store_end(
+    ends: &Ends,
+    db: &PgPool,
+    epoch: i64,
+    job_id: Uuid,
+    finish: &Finish,
+) -> Stored {
+    if finish.full_logs.is_some() {
+        return store_one(db, epoch, job_id, finish).await;
+    }
+    ends.write(End {
+        epoch,
+        job_id,
+        finish: finish.clone(),
+    })
+    .await
+}
+
+/// One job's assignment by the leader of `epoch`.
+#[derive(Debug)]
+pub(super) struct Assignment {
+    pub epoch: i64,
+    pub assign: Assign,
+}
+
+/// Writes [`Assignment`]s: the attempt the assignment starts, or `None` if
+/// the job was no longer queued or was cancelled (see
+/// [`hearth_store::job::assign_attempt`]).
+#[derive(Debug)]
+pub(super) struct AssignWrite;
+
+pub(super) type Assignments = Group<AssignWrite>;
+
+impl Write for AssignWrite {
+    type Item = Assignment;
+    type Out = Option<i32>;
+
+    async fn one(db: &PgPool, a: &Assignment) -> Result<Option<i32>, hearth_store::Error> {
+        let Assign {
+            job_id,
+            source,
+            pods,
+            queued_ms,
+        } = &a.assign;
+        hearth_store::job::assign_attempt(db, a.epoch, *job_id, *source, pods, *queued_ms).await
+    }
+
+    async fn many(
+        db: &PgPool,
+        items: &[Assignment],
+    ) -> Result<Vec<Option<i32>>, hearth_store::Error> {
+        let mut epochs: Vec<i64> = items.iter().map(|a| a.epoch).collect();
+        epochs.sort_unstable();
+        epochs.dedup();
+        let of_epoch = |epoch: i64| -> Vec<&Assign> {
+            items
+                .iter()
+                .filter(|a| a.epoch == epoch)
+                .map(|a| &a.assign)
+                .collect()
+        };
+        let mut attempts = HashMap::with_capacity(items.len());
+        if let [epoch] = epochs[..] {
+            attempts.extend(hearth_store::job::assign_many(db, epoch, &of_epoch(epoch)).await?);
+        } else {
+            // All or none: the items of an epoch not written are written alone.
+            let mut tx = db.begin().await?;
+            for epoch in epochs {
+                attempts.extend(
+                    hearth_store::job::assign_many(&mut *tx, epoch, &of_epoch(epoch)).await?,
+                );
+            }
+            tx.commit().await?;
+        }
+        Ok(items
+            .iter()
+            .map(|a| attempts.remove(&a.assign.job_id))
+            .collect())
+    }
+}
+
+/// Stores `ends` in one statement per leadership epoch and final state (in
+/// one transaction when there are several); the rows stored, by job.
+async fn store_shared(
+    db: &PgPool,
+    ends: &[End],
+) -> Result<HashMap<Uuid, JobRow>, hearth_store::Error> {
+    let mut groups: Vec<(i64, Vec<(Uuid, &Finish)>)> = Vec::new();
+    for end in ends {
+        let item = (end.job_id, &end.finish);
+        match groups.iter_mut().find(|(epoch, _)| *epoch == end.epoch) {
+            Some((_, group)) => group.push(item),
+            None => groups.push((end.epoch, vec![item])),
+        }
+    }
+    let mut conn = db.acquire().await?;
+    let mut rows = Vec::with_capacity(ends.len());
+    let one_state = ends.iter().all(|e| e.finish.state == ends[0].finish.state);
+    if let ([(epoch, group)], true) = (&groups[..], one_state) {
+        rows = hearth_store::job::finish_many(&mut conn, *epoch, group).await?;
+    } else {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        for (epoch, group) in &groups {
+            rows.extend(hearth_store::job::finish_many(&mut tx, *epoch, group).await?);
+        }
+        tx.commit().await?;
+    }
+    Ok(rows.into_iter().map(|r| (r.job_id, r)).collect())
+}
+
+/// Stores the end of one job (with its full logs in the same transaction).
+async fn store_one(db: &PgPool, epoch: i64, job_id: Uuid, finish: &Finish) -> Stored {
+    let mut conn = db.acquire().await?;
+    if finish.full_logs.is_none() {
+        return hearth_store::job::finish(&mut conn, epoch, job_id, finish).await;
+    }
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let row = hearth_store::job::finish(&mut tx, epoch, job_id, finish).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_core::{Kind, Source, State};
+    use hearth_store::job::NewJob;
+
+    /// `n` queued jobs of a new tenant.
+    async fn queued_jobs(db: &PgPool, n: usize) -> Vec<Uuid> {
+        let tenant = hearth_store::tenant::create(db, "acme").await.unwrap();
+        let spec = serde_json::json!({});
+        let mut conn = db.acquire().await.unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            let job = NewJob {
+                job_id: Uuid::now_v7(),
+                tenant_id: tenant.tenant_id,
+                kind: Kind::ToolCall,
+                profile: "cpu-small",
+                caller: "a",
+                priority: 0,
+                spec: &spec,
+                idempotency_key: None,
+                request_hash: None,
+                traceparent: None,
+            };
+            hearth_store::job::insert(&mut conn, &job).await.unwrap();
+            ids.push(job.job_id);
+        }
+        ids
+    }
+
+    fn success(stdout: &str) -> Finish {
+        Finish {
+            exit_code: Some(0),
+            stdout: stdout.to_owned(),
+            run_ms: Some(1.0),
+            ..Finish::new(State::Succeeded)
+        }
+    }
+
+    /// Assigns `ids` all at once (by the leader of epoch 0) through `group`.
+    async fn assign_all(group: &Assignments, ids: &[Uuid]) -> Vec<Option<i32>> {
+        let assign = |id: &Uuid| {
+            group.write(Assignment {
+                epoch: 0,
+                assign: Assign {
+                    job_id: *id,
+                    source: Source::Warm,
+                    pods: vec![format!("pod-{id}")],
+                    queued_ms: 1.0,
+                },
+            })
+        };
+        futures::future::join_all(ids.iter().map(assign))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn concurrent_writes_share_a_statement_and_a_refused_end_fails_alone(db: PgPool) {
+        let ids = queued_jobs(&db, 26).await;
+        // Assignments handed over together are written together, once.
+        let assignments = Assignments::start(db.clone());
+        assert_eq!(assign_all(&assignments, &ids).await, vec![Some(1); 26]);
+        assert_eq!(assign_all(&assignments, &ids[..3]).await, vec![None; 3]);
+        assert_eq!(assignments.shared(), 29);
+        let ends = Ends::start(db.clone());
+        let store = |id: Uuid, finish: Finish| {
+            let (ends, db) = (&ends, &db);
+            async move { store_end(ends, db, 0, id, &finish).await }
+        };
+        // Ends handed over together are written together...
+        let first = futures::future::join_all(
+            ids[..20]
+                .iter()
+                .map(|id| store(*id, success(&id.to_string()))),
+        )
+        .await;
+        for (id, stored) in ids.iter().zip(first) {
+            let row = stored.unwrap().unwrap();
+            assert_eq!((row.job_id, row.state), (*id, State::Succeeded));
+            assert_eq!(row.stdout, id.to_string());
+            assert_eq!(row.pods, [format!("pod-{id}")]);
+        }
+        assert_eq!(ends.shared(), 20);
+        // ...and an end the database refuses (text with a NUL byte) fails
+        // only its own job.
+        let second = futures::future::join_all(
+            ids[20..]
+                .iter()
+                .enumerate()
+                .map(|(i, id)| store(*id, success(if i == 2 { "nul \0" } else { "fine" }))),
+        )
+        .await;
+        for (i, stored) in second.into_iter().enumerate() {
+            match stored {
+                Ok(Some(row)) if i != 2 => assert_eq!(row.state, State::Succeeded),
+                Err(_) if i == 2 => {}
+                other => panic!("end {i}: {other:?}"),
+            }
+        }
+        assert_eq!(ends.shared(), 20);
+        // An end that arrives alone is written alone.
+        let alone = Finish::failed(
+            State::Failed,
+            hearth_core::ErrorCode::ResultUnstorable,
+            "the job's result could not be stored",
+        );
+        let row = store(ids[22], alone.clone()).await.unwrap().unwrap();
+        assert_eq!(row.state, State::Failed);
+        assert!(store(ids[22], alone).await.unwrap().is_none());
+        assert_eq!(ends.shared(), 20);
+    }
+}
