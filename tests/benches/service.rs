@@ -330,7 +330,7 @@ fn main() {
         let length = seconds();
         let wheelhouse = wheelhouse();
         let mut config = config();
-        config.wheelhouse = Some(wheelhouse);
+        config.wheelhouse = Some(wheelhouse.to_path_buf());
         config.db_max_connections = 40;
         // The pool for intermediate transitions and job events (the
         // service's default is 2).

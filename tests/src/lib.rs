@@ -99,6 +99,9 @@ fn drop_database(name: &str) -> Result<(), sqlx::Error> {
 pub struct TestConfig {
     config: hearth::Config,
     db: Arc<TestDb>,
+    /// The state directory, removed with the last clone (and the last
+    /// [`TestApp`] started from one).
+    state: Arc<StateDir>,
 }
 
 impl TestConfig {
@@ -152,6 +155,9 @@ pub struct Served {
     child: std::process::Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// A state directory of its own, if [`Served::start_fresh`] made one:
+    /// removed after the process is killed.
+    _state: Option<StateDir>,
 }
 
 impl Served {
@@ -178,6 +184,7 @@ impl Served {
                 .spawn()
                 .expect("hearth binary (cargo build --workspace --bins)"),
             base: format!("http://127.0.0.1:{port}"),
+            _state: None,
         };
         let http = reqwest::Client::new();
         for _ in 0..600 {
@@ -191,6 +198,14 @@ impl Served {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("hearth did not come up within 30 s");
+    }
+
+    /// [`Served::start`] with a fresh state directory of its own.
+    pub async fn start_fresh(db: &str, env: &[(&str, &str)]) -> Served {
+        let state = state_dir();
+        let mut served = Served::start(db, &state, env).await;
+        served._state = Some(state);
+        served
     }
 
     /// `base` + `path`.
@@ -233,11 +248,35 @@ impl Drop for Served {
     }
 }
 
-/// A fresh state directory for a test's pods.
-pub fn state_dir() -> PathBuf {
+/// A fresh directory for a test (a service's state, files it reads),
+/// removed with everything in it when dropped. Derefs to its path.
+#[derive(Debug)]
+pub struct StateDir(PathBuf);
+
+impl Deref for StateDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for StateDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for StateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh state directory for a test's pods (see [`StateDir`]).
+pub fn state_dir() -> StateDir {
     let dir = std::env::temp_dir().join(format!("hearth-test-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).expect("state dir");
-    dir
+    StateDir(dir)
 }
 
 /// A test configuration: fresh database and state dir, admin token and an
@@ -245,7 +284,8 @@ pub fn state_dir() -> PathBuf {
 /// unless a test asks for standby (`standby_min`/`standby_max`).
 pub fn config() -> TestConfig {
     let db = fresh_database_url();
-    let mut c = hearth::Config::for_tests(db.url(), state_dir());
+    let state = state_dir();
+    let mut c = hearth::Config::for_tests(db.url(), state.to_path_buf());
     c.admin_token = Some(ADMIN_TOKEN.into());
     c.jwt_secret = Some(JWT_SECRET.into());
     c.jwt_issuer = Some(JWT_ISSUER.to_owned());
@@ -257,6 +297,7 @@ pub fn config() -> TestConfig {
     TestConfig {
         config: c,
         db: Arc::new(db),
+        state: Arc::new(state),
     }
 }
 
@@ -282,8 +323,9 @@ pub struct TestApp {
     pub http: reqwest::Client,
     pub running: hearth::Running,
     pub runtime: Arc<hearth_runtime::local::LocalRuntime>,
-    /// Last, so that it goes after the service.
+    /// Last, so that they go after the service.
     db: Arc<TestDb>,
+    _state: Arc<StateDir>,
 }
 
 impl Drop for TestApp {
@@ -298,7 +340,7 @@ pub async fn spawn_app() -> TestApp {
 
 pub async fn spawn_app_with(config: TestConfig) -> TestApp {
     hearth::cli::init_tracing(hearth::config::LogFormat::Text);
-    let TestConfig { config, db } = config;
+    let TestConfig { config, db, state } = config;
     let runtime = Arc::new(hearth::app::local_runtime(&config).expect("local runtime"));
     let running = hearth::start(config, runtime.clone())
         .await
@@ -312,6 +354,7 @@ pub async fn spawn_app_with(config: TestConfig) -> TestApp {
         running,
         runtime,
         db,
+        _state: state,
     }
 }
 
@@ -436,7 +479,7 @@ pub fn block_on<F: std::future::Future>(body: F) -> F::Output {
 
 /// A fresh wheelhouse holding a one-module wheel `hearthbenchpkg-1.0`, built
 /// by hand (a wheel is a zip).
-pub fn wheelhouse() -> PathBuf {
+pub fn wheelhouse() -> StateDir {
     let dir = state_dir();
     build_wheel(&dir);
     dir

@@ -516,7 +516,8 @@ fn overlaps(runs: &[Run]) -> Vec<(Run, Run)> {
 async fn killing_the_leader_under_load_loses_no_job_and_runs_none_twice_at_once() {
     const CLIENTS: usize = 16;
     let db = fresh_database_url();
-    let mut a = start(&db, &state_dir(), &[]).await;
+    let (state_a, state_b) = (state_dir(), state_dir());
+    let mut a = start(&db, &state_a, &[]).await;
     let mut led = false;
     for _ in 0..200 {
         if a.api.leads().await {
@@ -526,7 +527,7 @@ async fn killing_the_leader_under_load_loses_no_job_and_runs_none_twice_at_once(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(led, "the first replica never took the lease");
-    let b = start(&db, &state_dir(), &[]).await;
+    let b = start(&db, &state_b, &[]).await;
     let key = a.api.create_tenant("chaos-leader").await;
 
     // Every state change the replicas announce, to count final ones per job.
@@ -888,9 +889,10 @@ async fn a_postgres_restart_answers_503_meanwhile_and_loses_no_job() {
         return;
     };
     let db = pg.url("hearth_chaos");
+    let state = state_dir();
     let mut svc = start(
         &db,
-        &state_dir(),
+        &state,
         &[(
             "HEARTH_DB_ACQUIRE_TIMEOUT_S",
             &ACQUIRE_TIMEOUT_S.to_string(),

@@ -363,7 +363,7 @@ async fn the_console_is_served_with_a_strict_policy_and_routes_in_the_browser() 
     .unwrap();
     std::fs::write(dir.join("assets/app-1234.js"), "console.log(1)").unwrap();
     let mut config = config();
-    config.console_dir = Some(dir.clone());
+    config.console_dir = Some(dir.to_path_buf());
     let app = spawn_app_with(config).await;
 
     let get = async |path: &str| {
@@ -414,7 +414,7 @@ async fn the_console_is_served_with_a_strict_policy_and_routes_in_the_browser() 
     // A console directory without a built console stops the start.
     let empty = state_dir();
     let mut config = hearth_tests::config();
-    config.console_dir = Some(empty.clone());
+    config.console_dir = Some(empty.to_path_buf());
     let runtime = std::sync::Arc::new(hearth::app::local_runtime(&config).unwrap());
     let err = hearth::start((*config).clone(), runtime)
         .await

@@ -659,7 +659,8 @@ async fn calibrate_stores_k_that_the_service_uses() {
         assert_eq!(r["calibrated"], false);
         assert_eq!(r["k"], 4);
     }
-    let file = state_dir().join("policy.json");
+    let dir = state_dir();
+    let file = dir.join("policy.json");
     std::fs::write(&file, EXAMPLE_POLICY).unwrap();
     let out = std::process::Command::new(bin_dir().join("hearth"))
         .args(["control", "calibrate", "--json", "--reps", "1", "--policy"])

@@ -490,7 +490,7 @@ async fn output_is_bounded_and_truncation_marked() {
 async fn deps_are_bound_from_the_wheelhouse_and_cached_per_pod() {
     let wheelhouse = wheelhouse();
     let mut config = config();
-    config.wheelhouse = Some(wheelhouse);
+    config.wheelhouse = Some(wheelhouse.to_path_buf());
     let app = spawn_app_with(config).await;
     let t = app.create_tenant("deps").await;
     let code = "import json, os, hearthbenchpkg\njson.dump({'v': hearthbenchpkg.VALUE}, open(os.environ['HEARTH_OUTPUT'], 'w'))\n";

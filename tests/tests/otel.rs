@@ -482,7 +482,7 @@ async fn replica(db: &str, env: &[(&str, String)]) -> Served {
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
     ];
     settings.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
-    Served::start(db, &state_dir(), &settings).await
+    Served::start_fresh(db, &settings).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

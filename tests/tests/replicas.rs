@@ -30,7 +30,7 @@ async fn start(db: &str, env: &[(&str, &str)]) -> Replica {
         .build()
         .unwrap();
     Replica {
-        served: Served::start(db, &state_dir(), env).await,
+        served: Served::start_fresh(db, env).await,
         http,
     }
 }
