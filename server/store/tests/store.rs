@@ -915,3 +915,51 @@ async fn assignments_stored_together_are_stored_as_alone(db: PgPool) {
     let cancelled = job::get(&db, t.tenant_id, ids[3]).await.unwrap().unwrap();
     assert_eq!(cancelled.state, State::Cancelled);
 }
+
+/// The statements that write many jobs at once are planned at every call,
+/// not kept prepared with a plan made while the table was small (see
+/// `job::ONE_OFF`); the single-job ones are kept.
+#[sqlx::test(migrations = "../../migrations")]
+async fn shared_writes_are_planned_at_every_call(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let ids = jobs_of(&db, t.tenant_id, &[false; 8]).await;
+    let mut conn = db.acquire().await.unwrap();
+    // More calls than Postgres makes before it keeps a generic plan.
+    for id in &ids {
+        let assign = job::Assign {
+            job_id: *id,
+            source: Source::Warm,
+            pods: vec!["p".into()],
+            queued_ms: 1.0,
+        };
+        assert_eq!(
+            job::assign_many(&mut *conn, 0, &[&assign])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        let end = Finish::new(State::Succeeded);
+        assert_eq!(
+            job::finish_many(&mut conn, 0, &[(*id, &end)])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(job::requeue(&mut *conn, 0, *id, 1).await.is_ok());
+    }
+    let kept: Vec<String> = sqlx::query_scalar("select statement from pg_prepared_statements")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    assert!(
+        kept.iter().any(|s| s.contains("update job set state")),
+        "the single-job statements are kept: {kept:?}"
+    );
+    assert!(
+        !kept.iter().any(|s| s.contains("from unnest")),
+        "the shared ones are not: {kept:?}"
+    );
+}
