@@ -24,6 +24,8 @@
 //! | `hearth_queue_depth` | gauge | `profile` | jobs accepted and waiting for pods |
 //! | `hearth_pods_lost_total` | counter | `profile`, `reason` | pods that went away without the scheduler asking, by the runtime's reason (`deleted`, `evicted`, `oom_killed`, `node_lost`, `failed`, `exited` for a local agent) |
 //! | `hearth_leader` | gauge | | 1 on the replica that schedules (holds the lease), else 0; the pool series come from it alone |
+//! | `hearth_job_writes_total` | counter | `write`, `how` | jobs' assignments and ends (`write`: `assignment`, `end`) written through the group commit, `alone` or `shared` with others |
+//! | `hearth_shared_writes_total` | counter | `write` | shared writes (one statement and commit each); `hearth_job_writes_total{how="shared"}` over this is the jobs' writes each one carried |
 
 use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
@@ -115,6 +117,20 @@ pub struct Metrics {
     finished: Family<ByState, Counter>,
     lost: Family<ByReason, Counter>,
     leader: Gauge,
+    job_writes: Family<ByWrite, Counter>,
+    shared_writes: Family<OfWrite, Counter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OfWrite {
+    write: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ByWrite {
+    write: &'static str,
+    /// `alone` or `shared`.
+    how: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -133,6 +149,8 @@ impl Default for Metrics {
             finished: Family::default(),
             lost: Family::default(),
             leader: Gauge::default(),
+            job_writes: Family::default(),
+            shared_writes: Family::default(),
         }
     }
 }
@@ -204,6 +222,24 @@ impl Metrics {
             .inc();
     }
 
+    /// The group commit of `write` wrote `jobs` jobs' writes: one on its own,
+    /// or several in one shared statement.
+    pub fn jobs_written(&self, write: &'static str, jobs: usize) {
+        let how = if jobs == 1 { "alone" } else { "shared" };
+        self.job_writes
+            .get_or_create(&ByWrite { write, how })
+            .inc_by(jobs as u64);
+        if jobs > 1 {
+            self.shared_writes.get_or_create(&OfWrite { write }).inc();
+        }
+    }
+
+    /// Jobs' writes of `write` written `how` (`alone`, `shared`) so far.
+    #[cfg(test)]
+    pub fn jobs_written_so_far(&self, write: &'static str, how: &'static str) -> u64 {
+        self.job_writes.get_or_create(&ByWrite { write, how }).get()
+    }
+
     /// The exposition in `format`, with the pools' gauges.
     pub fn render(&self, pools: &[PoolGauges], format: Format) -> String {
         let registry = self.registry(pools);
@@ -243,6 +279,16 @@ impl Metrics {
             "hearth_pods_lost",
             "Pods that went away without the scheduler asking, by reason",
             self.lost.clone(),
+        );
+        r.register(
+            "hearth_job_writes",
+            "Jobs' assignments and ends written through the group commit, alone or shared",
+            self.job_writes.clone(),
+        );
+        r.register(
+            "hearth_shared_writes",
+            "Shared writes of the group commit, one statement and commit each",
+            self.shared_writes.clone(),
         );
         let pods = Family::<ByState, Gauge>::default();
         let held = Family::<ByState, Counter<f64, AtomicU64>>::default();
@@ -315,6 +361,9 @@ mod tests {
             "oom_killed: the agent's container ran out of memory",
         );
         m.pod_lost("cpu-small", "Some Free Text");
+        m.jobs_written("end", 1);
+        m.jobs_written("end", 5);
+        m.jobs_written("end", 3);
         let text = m.render(&pools(), Format::Prometheus);
         for expected in [
             "# HELP hearth_jobs_started_total Jobs whose pods were all bound, by where the pods came from.\n",
@@ -340,6 +389,9 @@ mod tests {
             "hearth_queue_depth{profile=\"a\\\"b\"} 3\n",
             "# TYPE hearth_leader gauge\n",
             "\nhearth_leader 0\n",
+            "hearth_job_writes_total{write=\"end\",how=\"alone\"} 1\n",
+            "hearth_job_writes_total{write=\"end\",how=\"shared\"} 8\n",
+            "hearth_shared_writes_total{write=\"end\"} 2\n",
         ] {
             assert!(text.contains(expected), "{expected:?} missing from\n{text}");
         }

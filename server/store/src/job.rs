@@ -447,6 +447,17 @@ pub struct Finish {
 }
 
 impl Finish {
+    /// Refuses what no end may be: a state that is not final, or an error
+    /// code on a success and none on a failure.
+    fn check(&self) -> Result<()> {
+        if !self.state.is_terminal()
+            || self.error_code.is_some() == (self.state == State::Succeeded)
+        {
+            return Err(Error::NotTerminal(self.state, self.error_code));
+        }
+        Ok(())
+    }
+
     /// An end in `state` and nothing else yet (no output, no error).
     pub fn new(state: State) -> Finish {
         Finish {
@@ -492,10 +503,7 @@ pub async fn finish(
     job_id: Uuid,
     f: &Finish,
 ) -> Result<Option<JobRow>> {
-    let succeeded = f.state == State::Succeeded;
-    if !f.state.is_terminal() || f.error_code.is_some() == succeeded {
-        return Err(Error::NotTerminal(f.state, f.error_code));
-    }
+    f.check()?;
     let row = job_rows!(
         "update job set state = $2, exit_code = $3, output = $4, stdout = $5, stderr = $6,
                         stdout_truncated = $7, stderr_truncated = $8, error_code = $9,
@@ -559,10 +567,8 @@ pub async fn finish_many(
     ends: &[(Uuid, &Finish)],
 ) -> Result<Vec<JobRow>> {
     for (_, f) in ends {
-        if !f.state.is_terminal()
-            || f.error_code.is_some() == (f.state == State::Succeeded)
-            || f.full_logs.is_some()
-        {
+        f.check()?;
+        if f.full_logs.is_some() {
             return Err(Error::NotTerminal(f.state, f.error_code));
         }
     }

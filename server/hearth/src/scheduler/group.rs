@@ -12,10 +12,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
+
+use crate::metrics::Metrics;
 
 /// Items shared by one write at most.
 const BATCH: usize = 256;
@@ -24,6 +25,9 @@ const BATCH: usize = 256;
 pub(super) trait Write: Send + Sync + 'static {
     type Item: Send + Sync + 'static;
     type Out: Send + 'static;
+
+    /// The `write` label of its metrics.
+    const NAME: &'static str;
 
     /// Performs the write of one item on its own.
     fn one(
@@ -45,20 +49,14 @@ type Reply<W> = oneshot::Sender<Result<<W as Write>::Out, hearth_store::Error>>;
 #[derive(Debug)]
 pub(super) struct Group<W: Write> {
     tx: mpsc::UnboundedSender<(W::Item, Reply<W>)>,
-    /// Items written by shared writes so far.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "what the tests see of the sharing")
-    )]
-    shared: Arc<AtomicU64>,
 }
 
 impl<W: Write> Group<W> {
-    pub(super) fn start(db: PgPool) -> Self {
+    /// Starts the writer; it counts what it writes in `metrics`.
+    pub(super) fn start(db: PgPool, metrics: Arc<Metrics>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(AtomicU64::new(0));
-        tokio::spawn(run::<W>(db, rx, Arc::clone(&shared)));
-        Group { tx, shared }
+        tokio::spawn(run::<W>(db, rx, metrics));
+        Group { tx }
     }
 
     /// Performs the write of `item`, alone or with others.
@@ -71,18 +69,12 @@ impl<W: Write> Group<W> {
         // not happen: the caller's retries see a failed write.
         done.await.map_err(|_| sqlx::Error::WorkerCrashed)?
     }
-
-    /// Items written by shared writes so far.
-    #[cfg(test)]
-    pub(super) fn shared(&self) -> u64 {
-        self.shared.load(Ordering::Relaxed)
-    }
 }
 
 async fn run<W: Write>(
     db: PgPool,
     mut rx: mpsc::UnboundedReceiver<(W::Item, Reply<W>)>,
-    shared: Arc<AtomicU64>,
+    metrics: Arc<Metrics>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
@@ -90,12 +82,13 @@ async fn run<W: Write>(
         if items.len() == 1 {
             if let (Some(item), Some(reply)) = (items.first(), replies.into_iter().next()) {
                 let _ = reply.send(W::one(&db, item).await);
+                metrics.jobs_written(W::NAME, 1);
             }
             continue;
         }
         match W::many(&db, &items).await {
             Ok(outs) => {
-                shared.fetch_add(items.len() as u64, Ordering::Relaxed);
+                metrics.jobs_written(W::NAME, items.len());
                 for (reply, out) in replies.into_iter().zip(outs) {
                     let _ = reply.send(Ok(out));
                 }
@@ -103,9 +96,11 @@ async fn run<W: Write>(
             Err(e) => {
                 tracing::warn!(items = items.len(), error = %e, "a shared write failed; writing each alone");
                 let db = db.clone();
+                let metrics = Arc::clone(&metrics);
                 tokio::spawn(async move {
                     for (item, reply) in items.iter().zip(replies) {
                         let _ = reply.send(W::one(&db, item).await);
+                        metrics.jobs_written(W::NAME, 1);
                     }
                 });
             }

@@ -505,8 +505,8 @@ impl Scheduler {
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 recorder: record::Recorder::start(db.clone()),
-                assignments: writes::Assignments::start(relaxed.clone()),
-                ends: writes::Ends::start(db.clone()),
+                assignments: writes::Assignments::start(relaxed.clone(), Arc::clone(&metrics)),
+                ends: writes::Ends::start(db.clone(), Arc::clone(&metrics)),
                 db,
                 relaxed,
                 runtime,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use hearth_store::job::{Assign, Finish, JobRow};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use super::group::{Group, Write};
@@ -30,6 +30,7 @@ type Stored = Result<Option<JobRow>, hearth_store::Error>;
 impl Write for EndWrite {
     type Item = End;
     type Out = Option<JobRow>;
+    const NAME: &'static str = "end";
 
     async fn one(db: &PgPool, end: &End) -> Stored {
         store_one(db, end.epoch, end.job_id, &end.finish).await
@@ -79,6 +80,7 @@ pub(super) type Assignments = Group<AssignWrite>;
 impl Write for AssignWrite {
     type Item = Assignment;
     type Out = Option<i32>;
+    const NAME: &'static str = "assignment";
 
     async fn one(db: &PgPool, a: &Assignment) -> Result<Option<i32>, hearth_store::Error> {
         let Assign {
@@ -94,29 +96,15 @@ impl Write for AssignWrite {
         db: &PgPool,
         items: &[Assignment],
     ) -> Result<Vec<Option<i32>>, hearth_store::Error> {
-        let mut epochs: Vec<i64> = items.iter().map(|a| a.epoch).collect();
-        epochs.sort_unstable();
-        epochs.dedup();
-        let of_epoch = |epoch: i64| -> Vec<&Assign> {
-            items
-                .iter()
-                .filter(|a| a.epoch == epoch)
-                .map(|a| &a.assign)
-                .collect()
+        let groups = by_epoch(items, |a| a.epoch, |a| &a.assign);
+        let one_statement = groups.len() == 1;
+        let write = async |conn: &mut PgConnection, epoch, group: &[&Assign]| {
+            hearth_store::job::assign_many(conn, epoch, group).await
         };
-        let mut attempts = HashMap::with_capacity(items.len());
-        if let [epoch] = epochs[..] {
-            attempts.extend(hearth_store::job::assign_many(db, epoch, &of_epoch(epoch)).await?);
-        } else {
-            // All or none: the items of an epoch not written are written alone.
-            let mut tx = db.begin().await?;
-            for epoch in epochs {
-                attempts.extend(
-                    hearth_store::job::assign_many(&mut *tx, epoch, &of_epoch(epoch)).await?,
-                );
-            }
-            tx.commit().await?;
-        }
+        let mut attempts: HashMap<Uuid, i32> = in_one_commit(db, &groups, one_statement, write)
+            .await?
+            .into_iter()
+            .collect();
         Ok(items
             .iter()
             .map(|a| attempts.remove(&a.assign.job_id))
@@ -130,27 +118,53 @@ async fn store_shared(
     db: &PgPool,
     ends: &[End],
 ) -> Result<HashMap<Uuid, JobRow>, hearth_store::Error> {
-    let mut groups: Vec<(i64, Vec<(Uuid, &Finish)>)> = Vec::new();
-    for end in ends {
-        let item = (end.job_id, &end.finish);
-        match groups.iter_mut().find(|(epoch, _)| *epoch == end.epoch) {
-            Some((_, group)) => group.push(item),
-            None => groups.push((end.epoch, vec![item])),
-        }
-    }
-    let mut conn = db.acquire().await?;
-    let mut rows = Vec::with_capacity(ends.len());
+    let groups = by_epoch(ends, |e| e.epoch, |e| (e.job_id, &e.finish));
     let one_state = ends.iter().all(|e| e.finish.state == ends[0].finish.state);
-    if let ([(epoch, group)], true) = (&groups[..], one_state) {
-        rows = hearth_store::job::finish_many(&mut conn, *epoch, group).await?;
-    } else {
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        for (epoch, group) in &groups {
-            rows.extend(hearth_store::job::finish_many(&mut tx, *epoch, group).await?);
-        }
-        tx.commit().await?;
-    }
+    let write = async |conn: &mut PgConnection, epoch, group: &[(Uuid, &Finish)]| {
+        hearth_store::job::finish_many(conn, epoch, group).await
+    };
+    let rows = in_one_commit(db, &groups, groups.len() == 1 && one_state, write).await?;
     Ok(rows.into_iter().map(|r| (r.job_id, r)).collect())
+}
+
+/// `items` grouped by leadership epoch (what `epoch` says), each as `value`
+/// makes it, in the order of their first items.
+fn by_epoch<'a, T, V>(
+    items: &'a [T],
+    epoch: impl Fn(&T) -> i64,
+    value: impl Fn(&'a T) -> V,
+) -> Vec<(i64, Vec<V>)> {
+    let mut groups: Vec<(i64, Vec<V>)> = Vec::new();
+    for item in items {
+        let e = epoch(item);
+        match groups.iter_mut().find(|(g, _)| *g == e) {
+            Some((_, group)) => group.push(value(item)),
+            None => groups.push((e, vec![value(item)])),
+        }
+    }
+    groups
+}
+
+/// Runs `write` for each epoch's group on one connection: on its own when
+/// that is `one_statement`, else in one transaction, so that all or none of
+/// them are written.
+async fn in_one_commit<V, R>(
+    db: &PgPool,
+    groups: &[(i64, Vec<V>)],
+    one_statement: bool,
+    write: impl AsyncFn(&mut PgConnection, i64, &[V]) -> Result<Vec<R>, hearth_store::Error>,
+) -> Result<Vec<R>, hearth_store::Error> {
+    let mut conn = db.acquire().await?;
+    if let ([(epoch, group)], true) = (groups, one_statement) {
+        return write(&mut conn, *epoch, group).await;
+    }
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let mut out = Vec::new();
+    for (epoch, group) in groups {
+        out.extend(write(&mut tx, *epoch, group).await?);
+    }
+    tx.commit().await?;
+    Ok(out)
 }
 
 /// Stores the end of one job (with its full logs in the same transaction).
@@ -167,7 +181,10 @@ async fn store_one(db: &PgPool, epoch: i64, job_id: Uuid, finish: &Finish) -> St
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::metrics::Metrics;
     use hearth_core::{Kind, Source, State};
     use hearth_store::job::NewJob;
 
@@ -229,11 +246,13 @@ mod tests {
     async fn concurrent_writes_share_a_statement_and_a_refused_end_fails_alone(db: PgPool) {
         let ids = queued_jobs(&db, 26).await;
         // Assignments handed over together are written together, once.
-        let assignments = Assignments::start(db.clone());
+        let metrics = Arc::new(Metrics::default());
+        let shared = |write| metrics.jobs_written_so_far(write, "shared");
+        let assignments = Assignments::start(db.clone(), Arc::clone(&metrics));
         assert_eq!(assign_all(&assignments, &ids).await, vec![Some(1); 26]);
         assert_eq!(assign_all(&assignments, &ids[..3]).await, vec![None; 3]);
-        assert_eq!(assignments.shared(), 29);
-        let ends = Ends::start(db.clone());
+        assert_eq!(shared("assignment"), 29);
+        let ends = Ends::start(db.clone(), Arc::clone(&metrics));
         let store = |id: Uuid, finish: Finish| {
             let (ends, db) = (&ends, &db);
             async move { store_end(ends, db, 0, id, &finish).await }
@@ -251,7 +270,7 @@ mod tests {
             assert_eq!(row.stdout, id.to_string());
             assert_eq!(row.pods, [format!("pod-{id}")]);
         }
-        assert_eq!(ends.shared(), 20);
+        assert_eq!(shared("end"), 20);
         // ...and an end the database refuses (text with a NUL byte) fails
         // only its own job.
         let second = futures::future::join_all(
@@ -268,7 +287,7 @@ mod tests {
                 other => panic!("end {i}: {other:?}"),
             }
         }
-        assert_eq!(ends.shared(), 20);
+        assert_eq!(shared("end"), 20);
         // An end that arrives alone is written alone.
         let alone = Finish::failed(
             State::Failed,
@@ -278,6 +297,8 @@ mod tests {
         let row = store(ids[22], alone.clone()).await.unwrap().unwrap();
         assert_eq!(row.state, State::Failed);
         assert!(store(ids[22], alone).await.unwrap().is_none());
-        assert_eq!(ends.shared(), 20);
+        assert_eq!(shared("end"), 20);
+        // The refused batch's six, each retried alone, and these two.
+        assert_eq!(metrics.jobs_written_so_far("end", "alone"), 8);
     }
 }
