@@ -279,6 +279,12 @@ impl Process {
         }
     }
 
+    /// Whether its exit is found only by asking (a resident sandbox says so
+    /// with [`Event::Exited`]).
+    fn polled(&self) -> bool {
+        matches!(self, Process::Child(_))
+    }
+
     fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         match self {
             Process::Child(c) => c.try_wait(),
@@ -452,10 +458,13 @@ pub fn supervise(
             }
             next_disk_check = Instant::now() + DISK_CHECK;
         }
-        // Once the pipes closed the process is about to be reapable: poll
-        // closely for a moment; otherwise the pipes' end wakes us.
+        // A job in a resident sandbox wakes us when it exits. A process of
+        // its own cannot: once its pipes closed it is about to be reapable,
+        // so poll closely for a moment; otherwise the pipes' end wakes us.
         let tick = match closed_at {
-            Some(at) if at.elapsed() < Duration::from_millis(50) => Duration::from_micros(200),
+            Some(at) if child.polled() && at.elapsed() < Duration::from_millis(50) => {
+                Duration::from_micros(200)
+            }
             _ => Duration::from_millis(5),
         };
         match events.recv_timeout(tick.min(deadline - now)) {

@@ -1,6 +1,14 @@
-//! The agent's server: accepts connections (one thread each), reads the one
-//! request of each, and answers with frames. Holds the state shared by all
+//! The agent's server: accepts connections, reads their requests one after
+//! another, and answers each with frames. Holds the state shared by all
 //! connections ([`Agent`]). It knows the protocol, not how jobs are run.
+//!
+//! A connection has two threads for its whole life, whatever it carries:
+//! its reader reads every line the service sends, and its worker answers
+//! the requests the reader hands it, one at a time. While the connection
+//! follows a run (its own, or one it attached to), a line from the service
+//! cancels the run and the connection closing detaches it; otherwise a line
+//! is the next request. So the service keeps its connection from job to job,
+//! and a job costs the agent no connection and no thread of its own.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -289,27 +297,39 @@ impl Agent {
     }
 }
 
-/// Follows the service's side of a run's connection (`link`, opened with
-/// leadership `epoch`): a line cancels the run, unless a newer leader was
-/// seen since (a stale leader cannot cancel what the new one took over);
-/// the connection closing starts the grace period, after which a run no
-/// leader attached to again is cancelled and given up.
-fn watch_link(agent: &Agent, mut reader: impl BufRead, current: &Current, link: u64, epoch: u64) {
-    let mut rest = String::new();
-    let read = reader.read_line(&mut rest);
-    if matches!(read, Ok(n) if n > 0) && agent.epoch() <= epoch {
-        let _ = current.cancel.send(Event::Cancel);
-        return;
+/// What a connection follows: a run, through link `link` of its stream,
+/// for a leader of `epoch`.
+#[derive(Debug, Clone)]
+struct Follow {
+    current: Current,
+    link: u64,
+    epoch: u64,
+}
+
+impl Follow {
+    /// A line from the service while the run goes on: it cancels the run,
+    /// unless a newer leader was seen since (a stale leader cannot cancel
+    /// what the new one took over).
+    fn cancel(&self, agent: &Agent) {
+        if agent.epoch() <= self.epoch {
+            let _ = self.current.cancel.send(Event::Cancel);
+        }
     }
-    if !current.out.detach(link) {
-        return;
-    }
-    if !current.grace.is_zero() {
-        std::thread::sleep(current.grace);
-    }
-    if current.out.abandon(link) {
-        let _ = current.cancel.send(Event::Cancel);
-        agent.settle(&current.out);
+
+    /// The connection closed: the run has no leader now. After the grace
+    /// period, a run no leader attached to again is cancelled and given up.
+    fn detach(&self, agent: &Agent) {
+        let Follow { current, link, .. } = self;
+        if !current.out.detach(*link) {
+            return;
+        }
+        if !current.grace.is_zero() {
+            std::thread::sleep(current.grace);
+        }
+        if current.out.abandon(*link) {
+            let _ = current.cancel.send(Event::Cancel);
+            agent.settle(&current.out);
+        }
     }
 }
 
@@ -451,8 +471,8 @@ impl Out {
         false
     }
 
-    /// Sends the final frame and closes the connection. A run keeps the
-    /// frame until a leader received it.
+    /// Sends the final frame; the connection stays open for the next
+    /// request. A run keeps the frame until a leader received it.
     fn finish(&self, frame: &Frame) {
         let mut inner = lock(&self.inner);
         if inner.closed {
@@ -464,8 +484,12 @@ impl Out {
         }
         if let Some(mut conn) = inner.conn.take() {
             inner.delivered = write_frame(&mut conn, frame).is_ok();
-            conn.shutdown();
         }
+    }
+
+    /// The final frame was sent (or kept).
+    fn is_closed(&self) -> bool {
+        lock(&self.inner).closed
     }
 
     /// The connection, taken for a run it attaches to.
@@ -653,7 +677,7 @@ fn spawn_conn(agent: &Arc<Agent>, conn: Conn) {
     let spawned = std::thread::Builder::new()
         .name("conn".into())
         .spawn(move || {
-            if let Err(e) = handle(&agent, conn) {
+            if let Err(e) = serve_conn(&agent, conn) {
                 eprintln!("hearth-agent: connection: {e}");
             }
         });
@@ -662,45 +686,109 @@ fn spawn_conn(agent: &Arc<Agent>, conn: Conn) {
     }
 }
 
-fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(());
+/// A request line the reader hands the worker, and where the worker says it
+/// is ready for the next line (see [`read_conn`]).
+type Handed = (String, Sender<()>);
+
+/// Serves one connection until it closes: this thread is its worker, and a
+/// thread of its own its reader.
+fn serve_conn(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
+    let reader = BufReader::new(conn.try_clone()?);
+    let follows: Arc<Mutex<Option<Follow>>> = Arc::default();
+    let (requests_tx, requests) = mpsc::channel::<Handed>();
+    {
+        let (agent, follows) = (Arc::clone(agent), Arc::clone(&follows));
+        std::thread::Builder::new()
+            .name("conn-read".into())
+            .spawn(move || read_conn(&agent, reader, &follows, &requests_tx))?;
     }
-    let parsed = serde_json::from_str::<Envelope>(&line);
+    for (line, ready) in requests {
+        let open = answer(agent, &conn, &line, &follows, &ready)?;
+        if !open {
+            break;
+        }
+    }
+    conn.shutdown();
+    Ok(())
+}
+
+/// A connection's reader: hands each request line to the worker and waits
+/// until the worker is ready for the next line (it has taken up what the
+/// request asks to follow); while the connection follows a run that goes
+/// on, a line cancels it. Ends when the connection or the worker does; a
+/// run followed then is detached.
+fn read_conn(
+    agent: &Agent,
+    mut reader: impl BufRead,
+    follows: &Mutex<Option<Follow>>,
+    requests: &Sender<Handed>,
+) {
+    let (ready_tx, ready) = mpsc::channel();
+    loop {
+        let mut line = String::new();
+        if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+            break;
+        }
+        let running = lock(follows).clone().filter(|f| !f.current.out.is_closed());
+        if let Some(f) = running {
+            f.cancel(agent);
+            continue;
+        }
+        if requests.send((line, ready_tx.clone())).is_err() || ready.recv().is_err() {
+            break;
+        }
+    }
+    let last = lock(follows).take();
+    if let Some(f) = last {
+        f.detach(agent);
+    }
+}
+
+/// Answers one request on `conn`; says `ready` once the connection follows
+/// what the request asks it to (before a run starts). Returns whether the
+/// connection stays open for another request: not after a request that was
+/// refused.
+fn answer(
+    agent: &Arc<Agent>,
+    conn: &Conn,
+    line: &str,
+    follows: &Mutex<Option<Follow>>,
+    ready: &Sender<()>,
+) -> io::Result<bool> {
+    let parsed = serde_json::from_str::<Envelope>(line);
     let keep = matches!(&parsed, Ok(e) if matches!(e.request, Request::Run(_)));
-    let out = Arc::new(Out::new(conn, keep));
+    let out = Arc::new(Out::new(conn.try_clone()?, keep));
+    let refuse = |code, message| {
+        out.finish(&error_frame(code, message));
+        let _ = ready.send(());
+        Ok(false)
+    };
     let (epoch_seen, request) = match parsed {
         Ok(Envelope { token, .. }) if !agent.authorized(token.as_deref()) => {
-            out.finish(&error_frame(
+            return refuse(
                 ErrorCode::AgentProtocol,
                 "unauthorized: the request does not carry this pod's token".to_owned(),
-            ));
-            return Ok(());
+            );
         }
         Ok(Envelope { epoch, request, .. }) => match agent.admit(epoch) {
             Ok(()) => (epoch, request),
             Err(seen) => {
-                out.finish(&error_frame(
+                return refuse(
                     ErrorCode::StaleEpoch,
                     format!("epoch {epoch} is older than {seen}: not the leader's request"),
-                ));
-                return Ok(());
+                );
             }
         },
-        Err(e) => {
-            out.finish(&error_frame(
-                ErrorCode::AgentProtocol,
-                format!("bad request: {e}"),
-            ));
-            return Ok(());
-        }
+        Err(e) => return refuse(ErrorCode::AgentProtocol, format!("bad request: {e}")),
     };
     let prewarm = !matches!(
         request,
         Request::Ping | Request::Status | Request::Attach { .. }
     );
+    if !matches!(request, Request::Run(_) | Request::Attach { .. }) {
+        // Nothing to follow: the next line is the next request.
+        let _ = ready.send(());
+    }
     let last = match request {
         Request::Ping => Frame::Pong {
             protocol: PROTOCOL_VERSION,
@@ -709,15 +797,21 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         Request::Status => agent.status(),
         Request::Attach { job_id } => {
             let Some((current, link)) = agent.attach(&job_id, &out) else {
-                out.finish(&error_frame(
+                return refuse(
                     ErrorCode::PodLost,
                     format!("no run of job {job_id} to attach to"),
-                ));
-                return Ok(());
+                );
             };
             agent.settle(&current.out);
-            watch_link(agent, reader, &current, link, epoch_seen);
-            return Ok(());
+            // The run's stream goes on this connection now (until the run
+            // ends or another leader attaches).
+            *lock(follows) = Some(Follow {
+                current,
+                link,
+                epoch: epoch_seen,
+            });
+            let _ = ready.send(());
+            return Ok(true);
         }
         Request::Wipe => match agent.wipe() {
             Ok(()) => Frame::Wiped,
@@ -725,8 +819,6 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         },
         Request::Run(job) => {
             let (events_tx, events) = mpsc::channel();
-            // Any further line from the service cancels the job; its side
-            // closing too, once the grace period passed without an attach.
             let current = Current {
                 job_id: job.job_id.clone(),
                 out: Arc::clone(&out),
@@ -734,10 +826,14 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
                 grace: Duration::from_millis(job.detach_grace_ms),
             };
             *lock(&agent.current) = Some(current.clone());
-            let watcher = Arc::clone(agent);
-            std::thread::Builder::new()
-                .name("cancel-watch".into())
-                .spawn(move || watch_link(&watcher, reader, &current, 0, epoch_seen))?;
+            // Any further line from the service cancels the job; its side
+            // closing too, once the grace period passed without an attach.
+            *lock(follows) = Some(Follow {
+                current,
+                link: 0,
+                epoch: epoch_seen,
+            });
+            let _ = ready.send(());
             let exchange = Exchange {
                 out: Arc::clone(&out),
                 events_tx,
@@ -767,7 +863,7 @@ fn handle(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
         let _run = lock(&agent.run_lock);
         agent.prewarm();
     }
-    Ok(())
+    Ok(true)
 }
 
 pub fn error_frame(code: ErrorCode, message: String) -> Frame {

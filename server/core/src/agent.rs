@@ -1,11 +1,14 @@
 //! The wire protocol between the service and the agent in every pod.
 //!
 //! The agent listens on an address (`unix:/path/agent.sock` for local pods,
-//! `tcp:10.0.0.7:7070` for Kubernetes pods). Each exchange is one connection:
-//! the service writes one [`Request`] as a JSON line, and the agent answers with
-//! [`Frame`]s, one JSON line each, ending with a final frame
-//! ([`Frame::is_final`]). While a `run` is in progress, any further line from
-//! the service cancels the job and kills its whole process tree. The service
+//! `tcp:10.0.0.7:7070` for Kubernetes pods). In an exchange the service writes
+//! one [`Request`] as a JSON line, and the agent answers with [`Frame`]s, one
+//! JSON line each, ending with a final frame ([`Frame::is_final`]). A
+//! connection carries one exchange after another (the service keeps it from
+//! job to job); the agent closes it after a request it refuses. While a `run`
+//! is in progress, any further line from the service cancels the job and
+//! kills its whole process tree; once it has ended, the next line is the next
+//! request. The service
 //! closing its side cancels it too, unless the run asked for a grace period
 //! ([`Run::detach_grace_ms`]): then the job goes on, and a leader (a newer one
 //! after a takeover) may take its stream back with [`Request::Attach`]; a run

@@ -578,6 +578,8 @@ impl Inner {
             }
             let _ = handle.watcher.await;
         }
+        let socket = self.pod_dir(pod_id).join("agent.sock");
+        client::forget(&format!("unix:{}", socket.display()));
         self.cleanup(pod_id).await;
     }
 

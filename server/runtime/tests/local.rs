@@ -1430,3 +1430,78 @@ async fn jobs_share_the_pods_sandbox_but_nothing_a_job_leaves_behind() {
     assert!(pid_of(&after) < pid_of(&leaving), "{leaving:?} {after:?}");
     h.finish().await;
 }
+
+/// One connection carries one request after another: a line from the
+/// service cancels the run that connection follows while it goes on, and is
+/// the next request once the run has ended.
+#[tokio::test]
+async fn one_connection_carries_request_after_request() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut h = Harness::new(None);
+    let pod = h.start(profile(false)).await;
+    let path = pod.address.strip_prefix("unix:").expect("a local agent");
+    let (read, mut write) = tokio::net::UnixStream::connect(path)
+        .await
+        .unwrap()
+        .into_split();
+    let mut incoming = BufReader::new(read).lines();
+    let line_of = |request: hearth_core::agent::Request| {
+        let envelope = hearth_core::agent::Envelope {
+            epoch: 0,
+            token: None,
+            request,
+        };
+        let mut line = serde_json::to_vec(&envelope).unwrap();
+        line.push(b'\n');
+        line
+    };
+    let mut until_final = async || {
+        let mut frames = Vec::new();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), incoming.next_line())
+                .await
+                .expect("answered in time")
+                .unwrap()
+                .expect("the connection stays open");
+            let frame: Frame = serde_json::from_str(&line).unwrap();
+            let last = frame.is_final();
+            frames.push(frame);
+            if last {
+                return frames;
+            }
+        }
+    };
+    use hearth_core::agent::Request;
+    write.write_all(&line_of(Request::Ping)).await.unwrap();
+    assert!(matches!(until_final().await[..], [Frame::Pong { .. }]));
+    write
+        .write_all(&line_of(Request::Run(Box::new(job(&["echo", "one"])))))
+        .await
+        .unwrap();
+    let frames = until_final().await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["one"]);
+    assert_eq!(exit_of(&frames).outcome, Outcome::Exited);
+    // A line while the next run goes on cancels it...
+    let marker = sleep_marker();
+    write
+        .write_all(&line_of(Request::Run(Box::new(sleeping_tree(&marker)))))
+        .await
+        .unwrap();
+    assert!(eventually(Duration::from_secs(10), || processes_with(&marker) >= 2).await);
+    write.write_all(b"{\"op\":\"cancel\"}\n").await.unwrap();
+    let frames = until_final().await;
+    assert_eq!(exit_of(&frames).outcome, Outcome::Cancelled);
+    assert!(eventually(Duration::from_secs(3), || processes_with(&marker) == 0).await);
+    // ...and after its end, a line is the next request.
+    write
+        .write_all(&line_of(Request::Run(Box::new(job(&["echo", "two"])))))
+        .await
+        .unwrap();
+    assert_eq!(lines(&until_final().await, Stream::Stdout), ["two"]);
+    write.write_all(&line_of(Request::Status)).await.unwrap();
+    assert!(matches!(
+        until_final().await[..],
+        [Frame::Status { busy: false, .. }]
+    ));
+    h.finish().await;
+}

@@ -81,6 +81,13 @@ impl Cgroups {
                 ))
             } else {
                 std::fs::create_dir_all(&dir).and_then(|()| {
+                    if ctrl == Controller::Cpu {
+                        weigh(
+                            &[hierarchy.join(PARENT), dir.clone()],
+                            "cpu.shares",
+                            1024 * cpus(),
+                        );
+                    }
                     if dir.join(ctrl.v1_limit_file()).exists() {
                         Ok(dir)
                     } else {
@@ -127,6 +134,14 @@ impl Cgroups {
                 .split_whitespace()
                 .map(|c| c.trim_start_matches('+').to_owned())
                 .collect();
+        if delegated.contains(Controller::Cpu.name()) {
+            // cpu.weight takes at most 10000.
+            weigh(
+                &[mount.join(PARENT), dir.clone()],
+                "cpu.weight",
+                (100 * cpus()).min(10_000),
+            );
+        }
         let mut controllers = Vec::new();
         let mechanisms = Controller::ALL
             .into_iter()
@@ -307,6 +322,29 @@ fn write(path: &Path, value: &str) -> io::Result<()> {
     })
 }
 
+/// Gives the `hearth` cgroup and an install's the CPU weight of as many
+/// tasks as the machine has CPUs (`weight`, in `file`'s units), as kubelet
+/// weighs its pods' parent by the node's CPUs. With the default weight, all
+/// the jobs' processes together would weigh as one task against the agents,
+/// the service and Postgres, and a busy machine would starve them (at 16
+/// clients in the service bench, a job's own run took 5-20 ms instead of
+/// 1). Best effort: where the file is missing or cannot be written, the pods
+/// keep the default weight.
+fn weigh(dirs: &[PathBuf], file: &str, weight: u64) {
+    for dir in dirs {
+        let path = dir.join(file);
+        if path.exists()
+            && let Err(e) = write(&path, &weight.to_string())
+        {
+            tracing::debug!(error = %e, "cannot weigh the pods' cgroup");
+        }
+    }
+}
+
+fn cpus() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
 /// Writes to a `cgroup.subtree_control` only what is not enabled yet.
 fn write_if_needed(path: &Path, enable: &str) -> io::Result<()> {
     let current = std::fs::read_to_string(path).unwrap_or_default();
@@ -455,6 +493,24 @@ mod tests {
         assert!(by_name("cgroup.memory").available);
         assert!(by_name("cgroup.cpu").available);
         assert!(!by_name("cgroup.pids").available);
+        std::fs::remove_dir_all(&mount).unwrap();
+    }
+
+    #[test]
+    fn the_pods_parents_weigh_as_many_tasks_as_there_are_cpus() {
+        let mount = std::env::temp_dir().join(format!("hearth-cgw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&mount);
+        let cpu = mount.join("cpu");
+        std::fs::create_dir_all(cpu.join("hearth/s1")).unwrap();
+        for file in ["cgroup.procs", "hearth/cpu.shares", "hearth/s1/cpu.shares"] {
+            std::fs::write(cpu.join(file), "1024").unwrap();
+        }
+        std::fs::write(cpu.join("hearth/s1/cpu.cfs_quota_us"), "-1").unwrap();
+        Cgroups::detect(&mount, "s1");
+        let want = (1024 * cpus()).to_string();
+        for file in ["hearth/cpu.shares", "hearth/s1/cpu.shares"] {
+            assert_eq!(std::fs::read_to_string(cpu.join(file)).unwrap(), want);
+        }
         std::fs::remove_dir_all(&mount).unwrap();
     }
 }
