@@ -686,23 +686,21 @@ fn spawn_conn(agent: &Arc<Agent>, conn: Conn) {
     }
 }
 
-/// A request line the reader hands the worker, and where the worker says it
-/// is ready for the next line (see [`read_conn`]).
-type Handed = (String, Sender<()>);
-
 /// Serves one connection until it closes: this thread is its worker, and a
-/// thread of its own its reader.
+/// thread of its own its reader. The reader hands the worker request lines;
+/// the worker says when it is ready for the next line (see [`read_conn`]).
 fn serve_conn(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
     let reader = BufReader::new(conn.try_clone()?);
     let follows: Arc<Mutex<Option<Follow>>> = Arc::default();
-    let (requests_tx, requests) = mpsc::channel::<Handed>();
+    let (requests_tx, requests) = mpsc::channel::<String>();
+    let (ready, ready_rx) = mpsc::channel::<()>();
     {
         let (agent, follows) = (Arc::clone(agent), Arc::clone(&follows));
         std::thread::Builder::new()
             .name("conn-read".into())
-            .spawn(move || read_conn(&agent, reader, &follows, &requests_tx))?;
+            .spawn(move || read_conn(&agent, reader, &follows, &requests_tx, &ready_rx))?;
     }
-    for (line, ready) in requests {
+    for line in requests {
         let open = answer(agent, &conn, &line, &follows, &ready)?;
         if !open {
             break;
@@ -721,9 +719,9 @@ fn read_conn(
     agent: &Agent,
     mut reader: impl BufRead,
     follows: &Mutex<Option<Follow>>,
-    requests: &Sender<Handed>,
+    requests: &Sender<String>,
+    ready: &Receiver<()>,
 ) {
-    let (ready_tx, ready) = mpsc::channel();
     loop {
         let mut line = String::new();
         if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
@@ -734,7 +732,7 @@ fn read_conn(
             f.cancel(agent);
             continue;
         }
-        if requests.send((line, ready_tx.clone())).is_err() || ready.recv().is_err() {
+        if requests.send(line).is_err() || ready.recv().is_err() {
             break;
         }
     }
@@ -762,6 +760,11 @@ fn answer(
         out.finish(&error_frame(code, message));
         let _ = ready.send(());
         Ok(false)
+    };
+    // The connection follows the run now: the reader may read on.
+    let follow = |f: Follow| {
+        *lock(follows) = Some(f);
+        let _ = ready.send(());
     };
     let (epoch_seen, request) = match parsed {
         Ok(Envelope { token, .. }) if !agent.authorized(token.as_deref()) => {
@@ -805,12 +808,11 @@ fn answer(
             agent.settle(&current.out);
             // The run's stream goes on this connection now (until the run
             // ends or another leader attaches).
-            *lock(follows) = Some(Follow {
+            follow(Follow {
                 current,
                 link,
                 epoch: epoch_seen,
             });
-            let _ = ready.send(());
             return Ok(true);
         }
         Request::Wipe => match agent.wipe() {
@@ -828,12 +830,11 @@ fn answer(
             *lock(&agent.current) = Some(current.clone());
             // Any further line from the service cancels the job; its side
             // closing too, once the grace period passed without an attach.
-            *lock(follows) = Some(Follow {
+            follow(Follow {
                 current,
                 link: 0,
                 epoch: epoch_seen,
             });
-            let _ = ready.send(());
             let exchange = Exchange {
                 out: Arc::clone(&out),
                 events_tx,

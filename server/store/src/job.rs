@@ -30,7 +30,8 @@ macro_rules! job_rows {
 }
 
 /// Whether the statements that write many jobs at once ([`assign_many`],
-/// [`finish_many`]) are kept prepared on their connection: they are not.
+/// [`finish_many`]) are kept prepared on their connection: they are not
+/// (`sqlx`'s `persistent`).
 /// Postgres would plan a kept statement once for any parameters (a generic
 /// plan) after a few executions, with the table as large as it is then; on
 /// a new database that is a hash join over a sequential scan of `job`, kept
@@ -38,7 +39,7 @@ macro_rules! job_rows {
 /// per row in it, against 0.06 through the primary key). Planned at every call,
 /// they join through the key at every table size; the single-job statements
 /// need no such care, as a key lookup is their best plan at any size.
-const ONE_OFF: bool = false;
+const KEEP_SHARED_PREPARED: bool = false;
 
 /// A row of `job`.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -341,7 +342,7 @@ pub async fn assign_many(
     let sources: Vec<&str> = jobs.iter().map(|a| a.source.as_str()).collect();
     let pods: Vec<serde_json::Value> = jobs.iter().map(|a| serde_json::json!(a.pods)).collect();
     let queued: Vec<f64> = jobs.iter().map(|a| a.queued_ms).collect();
-    // Planned at every call (see `ONE_OFF`).
+    // Planned at every call (see `KEEP_SHARED_PREPARED`).
     sqlx::query_as(
         "update job set state = $5, source = u.u_source,
                         pods = array(select jsonb_array_elements_text(u.u_pods)),
@@ -359,7 +360,7 @@ pub async fn assign_many(
     .bind(State::Assigned)
     .bind(State::before(State::Assigned))
     .bind(epoch)
-    .persistent(ONE_OFF)
+    .persistent(KEEP_SHARED_PREPARED)
     .fetch_all(db)
     .await
     .map_err(Into::into)
@@ -598,7 +599,7 @@ pub async fn finish_many(
         let bind: Vec<Option<f64>> = group.iter().map(|(_, f)| f.bind_ms).collect();
         let run: Vec<Option<f64>> = group.iter().map(|(_, f)| f.run_ms).collect();
         let started_ago: Vec<Option<f64>> = group.iter().map(|(_, f)| f.started_ms_ago).collect();
-        // Planned at every call (see `ONE_OFF`).
+        // Planned at every call (see `KEEP_SHARED_PREPARED`).
         let rows: Vec<JobRow> = sqlx::query_as(
             "update job set state = $2, exit_code = u.u_exit_code, output = u.u_output,
                             stdout = u.u_stdout, stderr = u.u_stderr,
@@ -638,7 +639,7 @@ pub async fn finish_many(
         .bind(&bind)
         .bind(&run)
         .bind(&started_ago)
-        .persistent(ONE_OFF)
+        .persistent(KEEP_SHARED_PREPARED)
         .fetch_all(&mut *db)
         .await?;
         finished.extend(rows);

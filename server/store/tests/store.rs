@@ -918,7 +918,7 @@ async fn assignments_stored_together_are_stored_as_alone(db: PgPool) {
 
 /// The statements that write many jobs at once are planned at every call,
 /// not kept prepared with a plan made while the table was small (see
-/// `job::ONE_OFF`); the single-job ones are kept.
+/// `job::KEEP_SHARED_PREPARED`); the single-job ones are kept.
 #[sqlx::test(migrations = "../../migrations")]
 async fn shared_writes_are_planned_at_every_call(db: PgPool) {
     let _guard = DropOnPanic(db.clone());
