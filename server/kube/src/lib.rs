@@ -127,6 +127,27 @@ struct Live {
     started: bool,
     /// When this runtime took it on: a re-list begun earlier cannot show it.
     since: tokio::time::Instant,
+    /// Its agent's address once it serves: the connections kept to it go
+    /// with the pod.
+    address: Option<String>,
+}
+
+impl Live {
+    fn new(pod_id: &str, address: Option<String>) -> Live {
+        Live {
+            pod_id: pod_id.to_owned(),
+            started: address.is_some(),
+            since: tokio::time::Instant::now(),
+            address,
+        }
+    }
+
+    /// Closes the connections kept to the pod's agent.
+    fn forget(&self) {
+        if let Some(a) = &self.address {
+            client::forget(a);
+        }
+    }
 }
 
 #[derive(Default, Debug)]
@@ -376,6 +397,7 @@ impl Inner {
             match pods.live.get(name) {
                 Some(l) if l.started => {
                     let l = pods.live.remove(name).expect("present");
+                    l.forget();
                     pods.names.remove(&l.pod_id);
                     Some(l.pod_id)
                 }
@@ -431,14 +453,7 @@ impl Inner {
             .map_err(|e| Error::StartFailed(e.to_string()))?;
         {
             let mut pods = lock(&self.pods);
-            pods.live.insert(
-                name.clone(),
-                Live {
-                    pod_id: name.clone(),
-                    started: false,
-                    since: tokio::time::Instant::now(),
-                },
-            );
+            pods.live.insert(name.clone(), Live::new(&name, None));
             pods.names.insert(name.clone(), name.clone());
         }
         // A start that fails, or is dropped by its caller (the scheduler's
@@ -453,6 +468,7 @@ impl Inner {
                 undo.inner = None;
                 if let Some(l) = lock(&self.pods).live.get_mut(&name) {
                     l.started = true;
+                    l.address = Some(pod.address.clone());
                 }
                 Ok(pod)
             }
@@ -634,8 +650,8 @@ impl Inner {
         let name = {
             let mut pods = lock(&self.pods);
             let name = pods.names.remove(pod_id);
-            if let Some(n) = &name {
-                pods.live.remove(n);
+            if let Some(l) = name.as_ref().and_then(|n| pods.live.remove(n)) {
+                l.forget();
             }
             name
         };
@@ -682,14 +698,8 @@ impl Inner {
                     // Driven as if started here, under its own name.
                     {
                         let mut pods = lock(&self.pods);
-                        pods.live.insert(
-                            name.clone(),
-                            Live {
-                                pod_id: name.clone(),
-                                started: true,
-                                since: tokio::time::Instant::now(),
-                            },
-                        );
+                        let address = Some(adopted.pod.address.clone());
+                        pods.live.insert(name.clone(), Live::new(&name, address));
                         pods.names.insert(name.clone(), name.clone());
                     }
                     if busy {

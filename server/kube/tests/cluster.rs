@@ -177,7 +177,11 @@ async fn a_pod_starts_answers_a_job_and_stops() {
     assert!(!object.to_string().contains(pod.token.as_deref().unwrap()));
     assert_eq!(h.cluster.secret_names(), ["pod-life-token"]);
 
+    // The exchange's connection is kept for the pod's next job, and goes
+    // with the pod.
+    assert_eq!(client::kept(&pod.address), 1);
     rt.stop_pod("pod-life").await.unwrap();
+    assert_eq!(client::kept(&pod.address), 0, "kept past its pod");
     assert!(h.cluster.pod_names().is_empty());
     assert!(h.cluster.secret_names().is_empty());
     assert!(
@@ -223,6 +227,15 @@ async fn a_pod_deleted_mid_job_is_reported_and_the_job_ends() {
     let rt = h.runtime();
     let mut events = rt.subscribe();
     let pod = rt.start_pod(spec("pod-del")).await.unwrap();
+    // Two connections kept from before the job: the job takes one.
+    let token = pod.token.as_deref();
+    let (a, b) = tokio::join!(
+        client::status(&pod.address, token, 1),
+        client::status(&pod.address, token, 1)
+    );
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(client::kept(&pod.address), 2);
     let mut ex = client::run(
         &pod.address,
         pod.token.as_deref(),
@@ -257,6 +270,7 @@ async fn a_pod_deleted_mid_job_is_reported_and_the_job_ends() {
     .await
     .unwrap();
     assert!(ended);
+    assert_eq!(client::kept(&pod.address), 0, "kept past its pod");
     // Operators see it where they look: an Event on the pod.
     let event = h.event("pod-del", "PodLost").await;
     assert_pod_warning(&event, "pod-del", "Drop");

@@ -88,6 +88,12 @@ pub fn forget(address: &str) {
     idle().by_address.remove(address);
 }
 
+/// How many idle connections are kept for `address` (for operators'
+/// diagnostics and tests).
+pub fn kept(address: &str) -> usize {
+    idle().by_address.get(address).map_or(0, Vec::len)
+}
+
 /// Connects to an agent address: `unix:/path/to.sock` or `tcp:host:port`.
 async fn connect(address: &str) -> Result<Box<dyn Conn>, Error> {
     let err = |e: std::io::Error| agent_error(address, e);

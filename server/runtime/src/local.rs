@@ -419,6 +419,15 @@ fn check_pod_id(pod_id: &str) -> Result<(), Error> {
     }
 }
 
+impl Drop for Inner {
+    /// The scope's cgroups go with the runtime, as the pods directory's lock
+    /// does (a scope is a hash of that directory, so a scope left behind
+    /// by a runtime on a temporary directory would never be used again).
+    fn drop(&mut self) {
+        self.cgroups.remove_scope();
+    }
+}
+
 impl Inner {
     fn pod_dir(&self, pod_id: &str) -> PathBuf {
         self.pods_dir.join(pod_id)
@@ -862,6 +871,38 @@ impl Runtime for LocalRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scope_cgroups_go_with_the_runtime() {
+        let dir = std::env::temp_dir().join(format!("hearth-scope-{}", std::process::id()));
+        let rt = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
+        let parents = match &rt.inner.cgroups {
+            Cgroups::V2 { dir, .. } => vec![dir.clone()],
+            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d.clone()).collect(),
+        };
+        let made: Vec<&PathBuf> = parents.iter().filter(|p| p.is_dir()).collect();
+        if made.is_empty() {
+            eprintln!("skipped: this machine gives the runtime no cgroups");
+        } else {
+            // A pod's cgroup keeps its scope; once it is gone, so is the scope.
+            std::fs::create_dir(made[0].join("p1")).unwrap();
+            let kept = rt.clone();
+            drop(rt);
+            assert!(
+                made.iter().all(|p| p.is_dir()),
+                "dropped while a runtime lives"
+            );
+            drop(kept);
+            assert!(made[0].is_dir(), "a scope holding a pod stays");
+            std::fs::remove_dir(made[0].join("p1")).unwrap();
+            let again = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
+            drop(again);
+            for p in &made {
+                assert!(!p.exists(), "{} left behind", p.display());
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[tokio::test]
     async fn too_long_socket_paths_fail_clearly() {

@@ -263,6 +263,26 @@ impl Cgroups {
         Ok(())
     }
 
+    /// Removes the `hearth/<scope>` parents, once their pods' cgroups are
+    /// gone: the scope goes with the runtime that owns it. A parent that
+    /// still holds a pod stays (the next instance on the same pods
+    /// directory adopts or removes what is in it).
+    pub fn remove_scope(&self) {
+        let parents: Vec<&PathBuf> = match self {
+            Cgroups::V2 { dir, .. } => vec![dir],
+            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d).collect(),
+        };
+        for dir in parents {
+            match std::fs::remove_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, dir = %dir.display(), "the scope's cgroup stays")
+                }
+            }
+        }
+    }
+
     /// Pod ids that have a cgroup under `hearth/<scope>/` in any hierarchy.
     pub fn pod_ids(&self) -> BTreeSet<String> {
         let parents: Vec<&PathBuf> = match self {
