@@ -379,7 +379,10 @@ pub struct RewarmConfig {
     /// over the shortest) of a periodic caller.
     pub max_spread: f64,
     /// How long before the earliest predicted burst the pod is bound: the
-    /// promotion, and a margin.
+    /// promotion, and a margin. 2 s by default: a promotion of about 1 s
+    /// and as much again. Each second of it holds every re-warmed pod at
+    /// its full size before its burst; a burst that comes before its
+    /// binding is done waits only for the rest of it.
     pub lead: Duration,
     /// A re-warmed pod waits this long past the latest predicted burst.
     pub grace: Duration,
@@ -408,7 +411,7 @@ impl Default for RewarmConfig {
             history: 8,
             min_periods: 3,
             max_spread: 0.3,
-            lead: Duration::from_secs(3),
+            lead: Duration::from_secs(2),
             grace: Duration::from_secs(5),
             hold_under: Duration::from_secs(5),
         }

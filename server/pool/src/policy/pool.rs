@@ -2677,7 +2677,10 @@ mod tests {
                 horizon: Duration::from_secs(10),
                 ..StandbyConfig::default()
             },
-            rewarm: RewarmConfig::default(),
+            rewarm: RewarmConfig {
+                lead: Duration::from_secs(3),
+                ..RewarmConfig::default()
+            },
             ..Config::default()
         };
         let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();

@@ -23,6 +23,11 @@ fn cfg() -> Config {
         // The rules below are those of percentile keep-alives; the
         // objective has its own tests.
         objective: None,
+        // The timings below are written for a lead of 3 s.
+        rewarm: RewarmConfig {
+            lead: Duration::from_secs(3),
+            ..RewarmConfig::default()
+        },
         ..Config::default()
     }
 }
@@ -1090,7 +1095,7 @@ fn objective_cfg(percentile: f64) -> Config {
         }),
         rewarm: RewarmConfig {
             enabled: false,
-            ..RewarmConfig::default()
+            ..cfg().rewarm
         },
         ..cfg()
     }
