@@ -219,6 +219,24 @@ fn not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_not_found())
 }
 
+fn conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_conflict())
+}
+
+/// The epoch of the leader that started or last adopted `pod` (0: none
+/// said).
+fn holder_epoch(pod: &KubePod) -> u64 {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(spec::EPOCH_ANNOTATION))
+        .and_then(|e| e.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reads before a fenced deletion, when the pod changed in between.
+const DELETE_TRIES: u32 = 5;
+
 fn already_exists(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_already_exists())
 }
@@ -420,20 +438,77 @@ impl Inner {
     }
 
     /// Deletes a pod and its token Secret; either being gone already is fine.
-    async fn delete(&self, name: &str) {
-        let dp = DeleteParams::default();
-        if let Err(e) = self.pods_api.delete(name, &dp).await
-            && !not_found(&e)
-        {
-            tracing::warn!(pod = name, error = %e, "deleting a pod");
+    /// Deletes pod `name` and its token, unless a newer leader holds it. A
+    /// leader whose lease ran out may not know it yet and still release
+    /// pods: each deletion reads the pod's holder epoch first and deletes
+    /// on the condition that the pod is unchanged since (its
+    /// `resourceVersion`), so an adoption by a newer leader in between
+    /// (which writes its epoch on the pod) makes the deletion fail, and
+    /// the next read leaves the pod alone.
+    /// Returns whether the pod is gone.
+    async fn delete(&self, name: &str) -> bool {
+        let epoch = self.epoch();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let pod = match self.pods_api.get_opt(name).await {
+                Ok(Some(pod)) => pod,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(pod = name, error = %e, "reading a pod to delete");
+                    return false;
+                }
+            };
+            let holder = holder_epoch(&pod);
+            if holder > epoch {
+                tracing::info!(
+                    pod = name,
+                    holder,
+                    epoch,
+                    "not deleting a pod a newer leader holds"
+                );
+                return false;
+            }
+            let dp = DeleteParams {
+                preconditions: Some(kube::api::Preconditions {
+                    resource_version: pod.metadata.resource_version.clone(),
+                    uid: pod.metadata.uid.clone(),
+                }),
+                ..DeleteParams::default()
+            };
+            match self.pods_api.delete(name, &dp).await {
+                Ok(_) => break,
+                Err(e) if not_found(&e) => break,
+                Err(e) if conflict(&e) && tries < DELETE_TRIES => {}
+                Err(e) => {
+                    tracing::warn!(pod = name, error = %e, "deleting a pod");
+                    return false;
+                }
+            }
         }
         if let Err(e) = self
             .secrets_api
-            .delete(&Template::secret_name(name), &dp)
+            .delete(&Template::secret_name(name), &DeleteParams::default())
             .await
             && !not_found(&e)
         {
             tracing::warn!(pod = name, error = %e, "deleting a pod's token");
+        }
+        true
+    }
+
+    /// Writes this leader's epoch on adopted pod `name`, so that an older
+    /// leader still running deletes it no more (see [`Inner::delete`]).
+    async fn hold(&self, name: &str) {
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            spec::EPOCH_ANNOTATION: self.epoch().to_string(),
+        }}});
+        if let Err(e) = self
+            .pods_api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::warn!(pod = name, error = %e, "an adopted pod does not name its leader: an older one could still delete it");
         }
     }
 
@@ -446,11 +521,16 @@ impl Inner {
             return Err(Error::StartFailed(format!("pod {} exists", spec.pod_id)));
         }
         let name = spec.pod_id.clone();
-        let object = self
+        let mut object = self
             .cfg
             .template
             .pod(&name, &spec.profile)
             .map_err(|e| Error::StartFailed(e.to_string()))?;
+        object
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(spec::EPOCH_ANNOTATION.to_owned(), self.epoch().to_string());
         {
             let mut pods = lock(&self.pods);
             pods.live.insert(name.clone(), Live::new(&name, None));
@@ -688,6 +768,11 @@ impl Inner {
             if lock(&self.pods).live.contains_key(&name) {
                 continue;
             }
+            let holder = holder_epoch(&kpod);
+            if holder > self.epoch() {
+                tracing::info!(pod = name, holder, "not adopted: a newer leader holds it");
+                continue;
+            }
             let made_as = kpod
                 .metadata
                 .annotations
@@ -695,6 +780,7 @@ impl Inner {
                 .and_then(|a| a.get(spec::SPEC_HASH_ANNOTATION));
             match self.examine(&name, &kpod, &claimed, &hashes, made_as).await {
                 Some((adopted, busy)) => {
+                    self.hold(&name).await;
                     // Driven as if started here, under its own name.
                     {
                         let mut pods = lock(&self.pods);
@@ -709,8 +795,9 @@ impl Inner {
                     }
                 }
                 None => {
-                    self.delete(&name).await;
-                    adoption.removed += 1;
+                    if self.delete(&name).await {
+                        adoption.removed += 1;
+                    }
                 }
             }
         }

@@ -31,6 +31,9 @@ pub const NETWORK_LABEL: &str = "hearth.dev/network";
 /// Annotation holding the hash of what the pod was made from: an adopted
 /// pod serves its profile only while the profile is unchanged.
 pub const SPEC_HASH_ANNOTATION: &str = "hearth.dev/spec-hash";
+/// Annotation holding the leadership epoch of the leader that started or
+/// adopted the pod: a leader deletes no pod a newer one holds.
+pub const EPOCH_ANNOTATION: &str = "hearth.dev/leader-epoch";
 /// Key of the token in a pod's Secret.
 pub const TOKEN_KEY: &str = "token";
 /// The agent's container.

@@ -593,6 +593,67 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     assert_eq!(h.cluster.pod_names().len(), 2);
 }
 
+/// A leader whose lease ran out may still be running: it neither deletes
+/// nor adopts the pods a newer leader adopted, while the newer one does
+/// both; a pod carries the epoch of the leader that holds it.
+#[tokio::test]
+async fn a_stale_leader_deletes_no_pod_a_newer_one_adopted() {
+    let h = Harness::new("stale").await;
+    let epoch_of = |name: &str| {
+        h.cluster.pod(name).unwrap()["metadata"]["annotations"]["hearth.dev/leader-epoch"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let old = h.runtime();
+    old.set_epoch(1);
+    old.start_pod(spec("pod-a")).await.unwrap();
+    old.start_pod(spec("pod-b")).await.unwrap();
+    assert_eq!(epoch_of("pod-a").as_deref(), Some("1"));
+
+    let new = h.runtime();
+    new.set_epoch(2);
+    let adoption = new
+        .adopt(vec![spec("x").profile], Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(adoption.standby.len(), 2, "{adoption:?}");
+    assert_eq!(epoch_of("pod-a").as_deref(), Some("2"));
+
+    // The old leader's keep-alive runs out: its release deletes nothing.
+    old.stop_pod("pod-a").await.unwrap();
+    let mut left = h.cluster.pod_names();
+    left.sort();
+    assert_eq!(left, ["pod-a", "pod-b"]);
+    assert_eq!(
+        h.cluster.secret_names().len(),
+        2,
+        "the token goes with its pod only"
+    );
+    // Nor does it adopt them (or remove them as unclaimed) on a restart.
+    let stale = h.runtime();
+    stale.set_epoch(1);
+    let none = stale
+        .adopt(vec![spec("x").profile], Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        (none.standby.len(), none.busy.len(), none.removed),
+        (0, 0, 0)
+    );
+    assert_eq!(h.cluster.pod_names().len(), 2);
+    // The pods still serve the new leader, which releases them.
+    let a = adoption
+        .standby
+        .iter()
+        .find(|p| p.pod.pod_id == "pod-a")
+        .unwrap();
+    client::ping(&a.pod.address, a.pod.token.as_deref(), 2)
+        .await
+        .unwrap();
+    new.stop_pod("pod-a").await.unwrap();
+    assert_eq!(h.cluster.pod_names(), ["pod-b"]);
+}
+
 /// A run goes on when its leader's connection drops, for the grace period
 /// it asked for: a leader that attaches within it gets every frame once,
 /// the end included (even an end reached while no leader followed); a run

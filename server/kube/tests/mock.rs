@@ -342,6 +342,10 @@ async fn a_pod_that_exists_or_is_invalid_fails_with_the_api_servers_reason() {
                 ("POST", "/api/v1/namespaces/hearth/pods") => {
                     Some((code, status(code, reason, message)))
                 }
+                // The pod was never made: there is no pod to delete.
+                ("GET", "/api/v1/namespaces/hearth/pods/pod-2") => {
+                    Some((404, status(404, "NotFound", "not found")))
+                }
                 ("DELETE", _) => Some((404, status(404, "NotFound", "not found"))),
                 _ => Some((500, status(500, "InternalError", "unexpected"))),
             }
@@ -353,7 +357,7 @@ async fn a_pod_that_exists_or_is_invalid_fails_with_the_api_servers_reason() {
             [
                 "POST /api/v1/namespaces/hearth/secrets",
                 "POST /api/v1/namespaces/hearth/pods",
-                "DELETE /api/v1/namespaces/hearth/pods/pod-2",
+                "GET /api/v1/namespaces/hearth/pods/pod-2",
                 "DELETE /api/v1/namespaces/hearth/secrets/pod-2-token",
             ],
             "{reason}"
@@ -435,7 +439,9 @@ async fn a_start_watch_answered_410_gone_relists_and_goes_on() {
 /// requests made.
 async fn failed_start(name: &str, status: Value) -> (String, Vec<String>) {
     let (rt, handle) = runtime(1);
-    let listed = list(5, vec![pod(name, 5, status)]);
+    let object = pod(name, 5, status);
+    let listed = list(5, vec![object.clone()]);
+    let path = format!("/api/v1/namespaces/hearth/pods/{name}");
     let seen = serve(handle, move |s| {
         if let Some(a) = install_watch(s) {
             return a;
@@ -446,6 +452,8 @@ async fn failed_start(name: &str, status: Value) -> (String, Vec<String>) {
                 created["metadata"]["resourceVersion"] = json!("5");
                 Some((201, created.to_string()))
             }
+            // Read before its deletion.
+            ("GET", p) if p == path => Some((200, object.to_string())),
             ("GET", _) if !s.is_watch() => Some((200, listed.clone())),
             ("DELETE", _) => Some((200, "{}".into())),
             _ => None,

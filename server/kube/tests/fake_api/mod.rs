@@ -376,15 +376,53 @@ async fn get_pod(
     }
 }
 
+/// Deletes a pod; with `preconditions` in the body (a `resourceVersion`,
+/// a `uid`), only the pod they describe, else 409 as the API server does.
 async fn delete_pod(
     State(inner): State<Shared>,
     UrlPath((_ns, name)): UrlPath<(String, String)>,
+    body: Bytes,
 ) -> Response {
     let mut st = lock(&inner.store);
+    let options: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(pod) = st.pods.get(&name) {
+        for key in ["resourceVersion", "uid"] {
+            if let Some(want) = options["preconditions"][key].as_str()
+                && pod["metadata"][key].as_str() != Some(want)
+            {
+                return status(
+                    409,
+                    "Conflict",
+                    &format!("Precondition failed: {key} in precondition: {want}"),
+                );
+            }
+        }
+    }
     match inner.remove_pod(&mut st, &name) {
         Some(p) => axum::Json(p).into_response(),
         None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
     }
+}
+
+/// A merge patch of a pod's annotations (what the runtime patches).
+async fn patch_pod(
+    State(inner): State<Shared>,
+    UrlPath((_ns, name)): UrlPath<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let mut st = lock(&inner.store);
+    let Some(mut pod) = st.pods.get(&name).cloned() else {
+        return status(404, "NotFound", &format!("pods \"{name}\" not found"));
+    };
+    let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(Value::Object(set)) = patch["metadata"].get("annotations") {
+        for (k, v) in set {
+            pod["metadata"]["annotations"][k] = v.clone();
+        }
+    }
+    let pod = inner.record(&mut st, "MODIFIED", pod);
+    st.pods.insert(name, pod.clone());
+    axum::Json(pod).into_response()
 }
 
 async fn create_secret(
@@ -473,7 +511,7 @@ impl FakeCluster {
             .route("/api/v1/namespaces/{ns}/pods", get(pods).post(create_pod))
             .route(
                 "/api/v1/namespaces/{ns}/pods/{name}",
-                get(get_pod).delete(delete_pod),
+                get(get_pod).delete(delete_pod).patch(patch_pod),
             )
             .route(
                 "/api/v1/namespaces/{ns}/secrets",
