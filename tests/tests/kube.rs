@@ -213,6 +213,38 @@ async fn a_profile_whose_pods_cannot_start_fails_the_jobs_waiting_for_them() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// An API server that cannot take pod creations for a while (500s) is no
+/// reason to fail the jobs waiting for pods: those starts are retried, not
+/// counted against the profile, and the job runs once creations succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_wait_out_an_api_server_that_cannot_create_pods_for_a_while() {
+    let (cluster, port, root) = fake_cluster("unavailable").await;
+    let mut cfg = config();
+    // No standby pod: the job's own pod is the one whose creation fails.
+    cfg.standby_min = 0;
+    cfg.standby_max = 0;
+    let service = Service::start(&cfg, &cluster, port).await;
+    let key = service.tenant("unavailable").await["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // More refusals than the failed starts a profile's jobs fail after.
+    cluster.refuse_creations(6);
+    let created = cluster.creations();
+    let body = service.run(&key, "u1").await;
+    eprintln!(
+        "DBG created {created} now {} body {body}",
+        cluster.creations()
+    );
+    assert_eq!(body["source"], "cold", "{body}");
+    assert!(
+        cluster.creations() > created,
+        "a pod was made once creations succeeded"
+    );
+    service.running.abort();
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A broker restart with a job mid-run: the new leader keeps the busy pod
 /// (no new pod created), counts it active for the job's caller in its
 /// pools while the job runs, re-attaches to the run and records its end

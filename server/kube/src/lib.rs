@@ -242,10 +242,23 @@ fn already_exists(e: &kube::Error) -> bool {
 }
 
 /// An API error as a start failure, with what the API server said.
+/// A failed API request as a start failure: [`Error::Unavailable`] where
+/// the API server was overloaded or failing (429, 5xx) or could not be
+/// reached, which says nothing of the pod; else what it refused (or what
+/// could not even be asked).
 fn api_error(what: &str, e: &kube::Error) -> Error {
     match e {
         kube::Error::Api(s) => {
-            Error::StartFailed(format!("{what}: {} ({}, {})", s.message, s.reason, s.code))
+            let message = format!("{what}: {} ({}, {})", s.message, s.reason, s.code);
+            if s.code == 429 || s.code >= 500 {
+                Error::Unavailable(message)
+            } else {
+                Error::StartFailed(message)
+            }
+        }
+        // Could not reach it, or lost it mid-answer.
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
+            Error::Unavailable(format!("{what}: {e}"))
         }
         other => Error::StartFailed(format!("{what}: {other}")),
     }

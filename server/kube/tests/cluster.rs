@@ -593,6 +593,23 @@ async fn a_restarted_leader_readopts_with_zero_new_creations() {
     assert_eq!(h.cluster.pod_names().len(), 2);
 }
 
+/// A creation the API server failed (500: its etcd timed out) says nothing
+/// of the pod: the start fails as transient, leaves nothing behind, and
+/// the next one goes through.
+#[tokio::test]
+async fn a_creation_the_api_server_failed_is_a_transient_start_failure() {
+    let h = Harness::new("transient").await;
+    let rt = h.runtime();
+    h.cluster.refuse_creations(1);
+    let err = rt.start_pod(spec("pod-t1")).await.unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert!(err.to_string().contains("etcdserver"), "{err}");
+    assert!(h.cluster.pod_names().is_empty());
+    assert!(h.cluster.secret_names().is_empty(), "its token goes too");
+    rt.start_pod(spec("pod-t2")).await.unwrap();
+    assert_eq!(h.cluster.pod_names(), ["pod-t2"]);
+}
+
 /// A leader whose lease ran out may still be running: it neither deletes
 /// nor adopts the pods a newer leader adopted, while the newer one does
 /// both; a pod carries the epoch of the leader that holds it.

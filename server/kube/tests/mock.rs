@@ -350,7 +350,12 @@ async fn a_pod_that_exists_or_is_invalid_fails_with_the_api_servers_reason() {
                 _ => Some((500, status(500, "InternalError", "unexpected"))),
             }
         });
-        let err = rt.start_pod(spec("pod-2")).await.unwrap_err().to_string();
+        let err = rt.start_pod(spec("pod-2")).await.unwrap_err();
+        assert!(
+            !err.is_transient(),
+            "the API server refused this pod: {err}"
+        );
+        let err = err.to_string();
         assert!(err.contains(message) && err.contains(reason), "{err}");
         assert_eq!(
             non_watch(&seen),

@@ -132,6 +132,12 @@ pub enum Error {
     PodNotFound(String),
     #[error("pod failed to start: {0}")]
     StartFailed(String),
+    /// What makes pods could not be reached or was overloaded (the
+    /// Kubernetes API server answered 429 or 5xx, or not at all): the same
+    /// start may well succeed a moment later, so it says nothing about the
+    /// profile.
+    #[error("pods cannot be started now: {0}")]
+    Unavailable(String),
     #[error("agent at {address}: {message}")]
     Agent { address: String, message: String },
     #[error("agent protocol: {0}")]
@@ -142,6 +148,14 @@ pub enum Error {
 
 /// Starts, stops and watches pods. Implementations must be cheap to share
 /// (`Arc<dyn Runtime>`) and safe to call concurrently.
+impl Error {
+    /// Whether the same request may succeed if tried again later, the pod
+    /// and profile being as they are.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Unavailable(_))
+    }
+}
+
 pub trait Runtime: Send + Sync + fmt::Debug + 'static {
     /// `local` or `kubernetes`.
     fn name(&self) -> &'static str;

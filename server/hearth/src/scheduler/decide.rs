@@ -343,8 +343,8 @@ impl Scheduler {
         let started = match tokio::time::timeout(timeout, self.inner.runtime.start_pod(spec)).await
         {
             Ok(Ok(p)) => Ok(p),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("pod start took longer than {timeout:?}")),
+            Ok(Err(e)) => Err((e.to_string(), e.is_transient())),
+            Err(_) => Err((format!("pod start took longer than {timeout:?}"), false)),
         };
         let mut actions = Vec::new();
         match started {
@@ -363,8 +363,8 @@ impl Scheduler {
                     let _ = self.inner.runtime.stop_pod(&runtime_id).await;
                 }
             }
-            Err(message) => {
-                tracing::warn!(%runtime_id, error = %message, "pod failed to start");
+            Err((message, transient)) => {
+                tracing::warn!(%runtime_id, error = %message, transient, "pod failed to start");
                 // Whatever the start left behind goes.
                 if let Err(e) = self.inner.runtime.stop_pod(&runtime_id).await {
                     tracing::debug!(%runtime_id, error = %e, "cleaning up a failed start");
@@ -381,16 +381,20 @@ impl Scheduler {
                     json!({"code": "start_failed", "message": message}),
                     &mut actions,
                 );
-                self.start_failed(&mut st, &profile, &message, &mut actions);
+                if !transient {
+                    self.start_failed(&mut st, &profile, &message, &mut actions);
+                }
             }
         }
         self.perform(actions);
     }
 
-    /// A pod of `profile` failed to start: once [`FAILED_STARTS_TO_GIVE_UP`]
-    /// starts have failed in a row, the jobs waiting for its pods fail with
-    /// the last reason, and so does each one that waits when the next start
-    /// fails, until one succeeds.
+    /// A pod of `profile` failed to start, for a reason of its own (not
+    /// because what makes pods was unavailable: such starts are retried,
+    /// and the jobs wait): once [`FAILED_STARTS_TO_GIVE_UP`] starts have
+    /// failed in a row, the jobs waiting for its pods fail with the last
+    /// reason, and so does each one that waits when the next start fails,
+    /// until one succeeds.
     fn start_failed(
         &self,
         st: &mut State,

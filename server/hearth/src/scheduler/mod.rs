@@ -102,6 +102,10 @@ const START_RETRY_GAP: Duration = Duration::from_secs(1);
 /// Pod starts of a profile that fail in a row before the jobs waiting for
 /// its pods fail (`pod_start_failed`) instead of waiting on: a start that
 /// always fails (an image that cannot be pulled) must not hold them forever.
+/// Starts that failed because what makes pods was unavailable (the API
+/// server overloaded or unreachable: [`hearth_runtime::Error::is_transient`])
+/// do not count: they are retried, at most one per starting pod each
+/// [`START_RETRY_GAP`], and the jobs wait as for any pod.
 const FAILED_STARTS_TO_GIVE_UP: u32 = 3;
 
 /// Settings of the scheduler, taken from the service configuration.

@@ -56,6 +56,9 @@ struct Store {
     events: Vec<Value>,
     /// Event writes are refused (403), as without RBAC for them.
     refuse_events: bool,
+    /// Pod creations still to be answered 500, as by a server whose etcd
+    /// timed out (kube's client retries 429, 503 and 504 itself).
+    unavailable_creations: u32,
 }
 
 /// The fake API server and kubelet.
@@ -253,6 +256,10 @@ async fn create_pod(
         .to_owned();
     let created = {
         let mut st = lock(&inner.store);
+        if st.unavailable_creations > 0 {
+            st.unavailable_creations -= 1;
+            return status(500, "InternalError", "etcdserver: request timed out");
+        }
         if st.pods.contains_key(&name) {
             return status(
                 409,
@@ -559,6 +566,11 @@ impl FakeCluster {
     /// From now on Event writes are refused with 403 Forbidden.
     pub fn refuse_events(&self) {
         lock(&self.inner.store).refuse_events = true;
+    }
+
+    /// The next `n` pod creations are answered 500 (etcd timed out).
+    pub fn refuse_creations(&self, n: u32) {
+        lock(&self.inner.store).unavailable_creations = n;
     }
 
     pub fn pod(&self, name: &str) -> Option<Value> {
