@@ -1604,22 +1604,34 @@ impl Pool {
             Reason::FreshPerJob
         };
         for placement in placed {
-            let pod = self.add_pod(
-                PodState::Starting(Purpose::ForJob(id)),
-                placement.clone(),
-                size,
-            );
-            if let Some(job) = self.jobs.get_mut(&id) {
-                job.starting.push(pod);
-            }
-            out.push(Decision::StartPod {
-                pod,
-                purpose: Purpose::ForJob(id),
-                placement,
-                reason: reason.clone(),
-            });
+            self.start_for_job(id, placement, size, reason.clone(), out);
         }
         true
+    }
+
+    /// Starts a pod at `placement` for job `id`.
+    fn start_for_job(
+        &mut self,
+        id: JobId,
+        placement: Placement,
+        size: Shares,
+        reason: Reason,
+        out: &mut Vec<Decision>,
+    ) {
+        let pod = self.add_pod(
+            PodState::Starting(Purpose::ForJob(id)),
+            placement.clone(),
+            size,
+        );
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.starting.push(pod);
+        }
+        out.push(Decision::StartPod {
+            pod,
+            purpose: Purpose::ForJob(id),
+            placement,
+            reason,
+        });
     }
 
     /// The fixed pool never grows past its size: a job that finds no free
@@ -1634,20 +1646,7 @@ impl Pool {
                 let Some(placement) = self.inv.alloc(job_size.0, None) else {
                     return false;
                 };
-                let pod = self.add_pod(
-                    PodState::Starting(Purpose::ForJob(id)),
-                    placement.clone(),
-                    job_size,
-                );
-                if let Some(job) = self.jobs.get_mut(&id) {
-                    job.starting.push(pod);
-                }
-                out.push(Decision::StartPod {
-                    pod,
-                    purpose: Purpose::ForJob(id),
-                    placement,
-                    reason: Reason::FixedPool { size },
-                });
+                self.start_for_job(id, placement, job_size, Reason::FixedPool { size }, out);
                 continue;
             }
             let Some(&(_, pod)) = self.idle.first() else {
