@@ -12,6 +12,7 @@
 //! processes get the run span's context as `TRACEPARENT`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use hearth_core::agent::{self, Frame, Outcome, Rank, Stream};
@@ -293,7 +294,7 @@ impl Scheduler {
         // Whoever sees the end finds every event of the job stored.
         self.inner.hub.flush(job.job_id).await;
         let db = &self.inner.db;
-        let mut finish = finish;
+        let mut finish = Arc::new(finish);
         let mut attempt = 0;
         let row = loop {
             attempt += 1;
@@ -313,7 +314,7 @@ impl Scheduler {
                     if attempt == 2 {
                         // Whatever the job produced may be what the database
                         // refuses: keep the verdict, drop the payload.
-                        finish = Finish {
+                        finish = Arc::new(Finish {
                             exit_code: finish.exit_code,
                             run_ms: finish.run_ms,
                             ..Finish::failed(
@@ -321,7 +322,7 @@ impl Scheduler {
                                 ErrorCode::ResultUnstorable,
                                 "the job's result could not be stored",
                             )
-                        };
+                        });
                     }
                     tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                 }

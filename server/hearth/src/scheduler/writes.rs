@@ -3,6 +3,7 @@
 //! commit: one per leadership epoch (and, for ends, final state).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use hearth_store::job::{Assign, Finish, JobRow};
 use sqlx::{PgConnection, PgPool};
@@ -15,7 +16,8 @@ use super::group::{Group, Write};
 pub(super) struct End {
     pub epoch: i64,
     pub job_id: Uuid,
-    pub finish: Finish,
+    /// Shared with the job's task, which may try again with it.
+    pub finish: Arc<Finish>,
 }
 
 /// Writes [`End`]s: the final row, or `None` if the job could not take
@@ -49,7 +51,7 @@ pub(super) async fn store_end(
     db: &PgPool,
     epoch: i64,
     job_id: Uuid,
-    finish: &Finish,
+    finish: &Arc<Finish>,
 ) -> Stored {
     if finish.full_logs.is_some() {
         return store_one(db, epoch, job_id, finish).await;
@@ -57,7 +59,7 @@ pub(super) async fn store_end(
     ends.write(End {
         epoch,
         job_id,
-        finish: finish.clone(),
+        finish: Arc::clone(finish),
     })
     .await
 }
@@ -118,7 +120,7 @@ async fn store_shared(
     db: &PgPool,
     ends: &[End],
 ) -> Result<HashMap<Uuid, JobRow>, hearth_store::Error> {
-    let groups = by_epoch(ends, |e| e.epoch, |e| (e.job_id, &e.finish));
+    let groups = by_epoch(ends, |e| e.epoch, |e| (e.job_id, &*e.finish));
     let one_state = ends.iter().all(|e| e.finish.state == ends[0].finish.state);
     let write = async |conn: &mut PgConnection, epoch, group: &[(Uuid, &Finish)]| {
         hearth_store::job::finish_many(conn, epoch, group).await
@@ -255,7 +257,7 @@ mod tests {
         let ends = Ends::start(db.clone(), Arc::clone(&metrics));
         let store = |id: Uuid, finish: Finish| {
             let (ends, db) = (&ends, &db);
-            async move { store_end(ends, db, 0, id, &finish).await }
+            async move { store_end(ends, db, 0, id, &Arc::new(finish)).await }
         };
         // Ends handed over together are written together...
         let first = futures::future::join_all(
