@@ -183,6 +183,45 @@ impl Cgroups {
 }
 
 impl Cgroups {
+    /// After [`Cgroups::remove`], for an agent whose service is gone: the
+    /// service's scope (the parent of the pod's cgroups) goes too when no
+    /// service holds `pods_dir` (its lock, `<pods_dir>.lock`, is free or
+    /// gone with the state directory) and no other pod is left in it, so a
+    /// service that ended without stopping its pods (a test's, a killed
+    /// one) leaves no cgroups behind. The lock is held while removing, so a
+    /// service starting on the same directory meanwhile finds its scope as
+    /// it made it. Other agents of the same service may hold the lock for a
+    /// moment as they do the same: it is tried for up to half a second.
+    pub fn remove_scope(&self, pods_dir: &Path) {
+        let Some(name) = pods_dir.file_name() else {
+            return;
+        };
+        let mut lock_name = name.to_os_string();
+        lock_name.push(".lock");
+        let _held = match std::fs::File::open(pods_dir.with_file_name(lock_name)) {
+            Ok(lock) => {
+                let give_up = Instant::now() + Duration::from_millis(500);
+                loop {
+                    match lock.try_lock_shared() {
+                        Ok(()) => break Some(lock),
+                        Err(std::fs::TryLockError::WouldBlock) if Instant::now() < give_up => {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        // Held by a service (or unlockable): its scope.
+                        Err(_) => return,
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(_) => return,
+        };
+        for scope in self.dirs.iter().filter_map(|d| d.parent()) {
+            // Fails while another pod's cgroup is in it: the last one's
+            // agent removes it.
+            let _ = std::fs::remove_dir(scope);
+        }
+    }
+
     /// Kills what is left and removes the pod's cgroups (for an agent whose
     /// service is gone: nobody else will).
     pub fn remove(&self) {

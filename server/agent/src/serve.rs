@@ -667,6 +667,9 @@ fn watch_parent(agent: &Agent, root: &std::path::Path) {
             agent.kill_all_jobs();
             agent.sandbox.cgroups().remove();
             let _ = std::fs::remove_dir_all(root);
+            if let Some(pods_dir) = root.parent() {
+                agent.sandbox.cgroups().remove_scope(pods_dir);
+            }
             std::process::exit(1);
         }
     }

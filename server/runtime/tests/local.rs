@@ -1285,29 +1285,12 @@ async fn agent_without_a_sandbox_over_tcp() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// A service killed with SIGKILL leaves no agent and no job behind.
-#[tokio::test]
-async fn the_agent_exits_with_its_parent() {
-    let root = PathBuf::from("/tmp").join(unique("hparent"));
-    std::fs::create_dir_all(&root).unwrap();
-    let socket = root.join("agent.sock");
-    let sandbox = if LocalRuntime::new(config(&root.join("state"), None))
-        .unwrap()
-        .mechanisms()
-        .iter()
-        .any(|m| m.name == "namespaces" && m.available)
-    {
-        "bwrap"
-    } else {
-        "none"
-    };
-    // The shell stands in for the service: the agent is its child.
+/// An agent with `args` and `--exit-with-parent`, the child of a shell
+/// standing in for its service; returns the shell and the agent's pid.
+async fn agent_of_a_shell(args: &str) -> (tokio::process::Child, u32) {
     let script = format!(
-        "{} --listen unix:{} --root {} --sandbox {sandbox} --exit-with-parent 2>/dev/null & \
-         echo $!; wait",
-        agent_bin().display(),
-        socket.display(),
-        root.display()
+        "{} {args} --exit-with-parent 2>/dev/null & echo $!; wait",
+        agent_bin().display()
     );
     let mut parent = tokio::process::Command::new("sh")
         .args(["-c", &script])
@@ -1324,7 +1307,31 @@ async fn the_agent_exits_with_its_parent() {
             .await
             .unwrap();
     }
-    let agent_pid: u32 = pid_line.trim().parse().unwrap();
+    (parent, pid_line.trim().parse().unwrap())
+}
+
+/// A service killed with SIGKILL leaves no agent and no job behind.
+#[tokio::test]
+async fn the_agent_exits_with_its_parent() {
+    let root = PathBuf::from("/tmp").join(unique("hparent"));
+    std::fs::create_dir_all(&root).unwrap();
+    let socket = root.join("agent.sock");
+    let sandbox = if LocalRuntime::new(config(&root.join("state"), None))
+        .unwrap()
+        .mechanisms()
+        .iter()
+        .any(|m| m.name == "namespaces" && m.available)
+    {
+        "bwrap"
+    } else {
+        "none"
+    };
+    let (mut parent, agent_pid) = agent_of_a_shell(&format!(
+        "--listen unix:{} --root {} --sandbox {sandbox}",
+        socket.display(),
+        root.display()
+    ))
+    .await;
     let address = format!("unix:{}", socket.display());
     assert!(
         eventually(Duration::from_secs(10), || {
@@ -1366,6 +1373,86 @@ async fn the_agent_exits_with_its_parent() {
     assert!(eventually(Duration::from_secs(3), || !root.join("work").exists()).await);
     drop(ex);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// An agent whose service is gone removes its pod's cgroup, and the
+/// service's scope with it once no service holds the pods directory: a
+/// service that ended without stopping its pods leaves no cgroups behind,
+/// while a service on the same directory keeps its scope. Needs a cgroup v1
+/// `cpu` hierarchy (skipped without one).
+#[tokio::test]
+async fn an_orphaned_agent_removes_its_services_scope_once_no_service_holds_it() {
+    let hierarchy = Path::new("/sys/fs/cgroup/cpu");
+    if !hierarchy.join("cgroup.procs").exists()
+        || std::fs::create_dir_all(hierarchy.join("hearth")).is_err()
+    {
+        eprintln!("skipped: no cgroup v1 cpu hierarchy to write to");
+        return;
+    }
+    let state = PathBuf::from("/tmp").join(unique("hscope"));
+    let pods = state.join("pods");
+    // Runs an agent for pod `id` under scope `scope` as the child of a
+    // shell standing in for the service, kills the shell, and waits for
+    // the agent to be gone.
+    async fn orphan(pods: &Path, scope: &Path, id: &str) {
+        let root = pods.join(id);
+        std::fs::create_dir_all(&root).unwrap();
+        let cgroup = scope.join(id);
+        std::fs::create_dir_all(&cgroup).unwrap();
+        let socket = root.join("agent.sock");
+        let (mut parent, agent_pid) = agent_of_a_shell(&format!(
+            "--listen unix:{} --root {} --sandbox none --cgroup-v1 cpu={}",
+            socket.display(),
+            root.display(),
+            cgroup.display()
+        ))
+        .await;
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            })
+            .await
+        );
+        parent.start_kill().unwrap();
+        parent.wait().await.unwrap();
+        assert!(
+            eventually(Duration::from_secs(5), || !is_running(agent_pid)).await,
+            "the agent outlived its parent"
+        );
+        assert!(!cgroup.exists(), "the pod's cgroup stays");
+    }
+
+    // A service holds the pods directory (its lock): its scope stays.
+    let held_scope = hierarchy.join("hearth").join(unique("held"));
+    std::fs::create_dir_all(&pods).unwrap();
+    let lock = std::fs::File::create(state.join("pods.lock")).unwrap();
+    lock.try_lock().unwrap();
+    orphan(&pods, &held_scope, "p1").await;
+    assert!(
+        held_scope.is_dir(),
+        "the scope of a live service was removed"
+    );
+    drop(lock);
+    std::fs::remove_dir(&held_scope).unwrap();
+
+    // No service holds it: the last agent out removes the scope; the one
+    // before leaves it to the pod still in it.
+    let scope = hierarchy.join("hearth").join(unique("free"));
+    std::fs::create_dir_all(scope.join("other-pod")).unwrap();
+    orphan(&pods, &scope, "p2").await;
+    assert!(scope.is_dir(), "removed while another pod was in it");
+    std::fs::remove_dir(scope.join("other-pod")).unwrap();
+    orphan(&pods, &scope, "p3").await;
+    assert!(!scope.exists(), "the scope stays after its last pod");
+    // Also when the lock went with the state directory (a test's cleanup).
+    std::fs::remove_dir_all(&state).unwrap();
+    let scope = hierarchy.join("hearth").join(unique("gone"));
+    orphan(&pods, &scope, "p4").await;
+    assert!(
+        !scope.exists(),
+        "the scope stays without its state directory"
+    );
+    let _ = std::fs::remove_dir_all(&state);
 }
 
 #[tokio::test]
