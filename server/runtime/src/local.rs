@@ -863,8 +863,13 @@ impl Runtime for LocalRuntime {
         })
     }
 
+    /// Removes every pod, then the scope's cgroups.
     fn shutdown(&self) -> BoxFuture<'_, Result<(), Error>> {
-        Box::pin(async move { self.adopt(Vec::new(), Vec::new()).await.map(drop) })
+        Box::pin(async move {
+            self.adopt(Vec::new(), Vec::new()).await?;
+            self.inner.cgroups.remove_scope();
+            Ok(())
+        })
     }
 }
 
@@ -901,6 +906,25 @@ mod tests {
                 assert!(!p.exists(), "{} left behind", p.display());
             }
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_shut_down_runtime_leaves_no_scope() {
+        let dir = std::env::temp_dir().join(format!("hearth-shut-{}", std::process::id()));
+        let rt = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
+        let parents: Vec<PathBuf> = match &rt.inner.cgroups {
+            Cgroups::V2 { dir, .. } => vec![dir.clone()],
+            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d.clone()).collect(),
+        };
+        // Held by a clone (as the service's tasks hold it) through the
+        // shutdown: the scope goes with its pods all the same.
+        let kept = rt.clone();
+        rt.shutdown().await.unwrap();
+        for p in &parents {
+            assert!(!p.exists(), "{} left behind", p.display());
+        }
+        drop(kept);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

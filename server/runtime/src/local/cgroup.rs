@@ -91,6 +91,8 @@ impl Cgroups {
                     if dir.join(ctrl.v1_limit_file()).exists() {
                         Ok(dir)
                     } else {
+                        // Unused: it goes (the `hearth` parent stays).
+                        let _ = std::fs::remove_dir(&dir);
                         Err(io::Error::new(
                             io::ErrorKind::Unsupported,
                             format!("{} has no {}", dir.display(), ctrl.v1_limit_file()),
