@@ -193,12 +193,7 @@ impl Cgroups {
     /// it made it. Other agents of the same service may hold the lock for a
     /// moment as they do the same: it is tried for up to half a second.
     pub fn remove_scope(&self, pods_dir: &Path) {
-        let Some(name) = pods_dir.file_name() else {
-            return;
-        };
-        let mut lock_name = name.to_os_string();
-        lock_name.push(".lock");
-        let _held = match std::fs::File::open(pods_dir.with_file_name(lock_name)) {
+        let _held = match std::fs::File::open(hearth_core::agent::pods_lock(pods_dir)) {
             Ok(lock) => {
                 let give_up = Instant::now() + Duration::from_millis(500);
                 loop {

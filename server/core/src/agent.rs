@@ -199,6 +199,14 @@ pub enum Frame {
 }
 
 /// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+/// The lock file a local service holds for as long as it uses `pods_dir`
+/// (`<pods_dir>.lock`): an agent whose service is gone finds it free.
+pub fn pods_lock(pods_dir: &std::path::Path) -> std::path::PathBuf {
+    let mut name = pods_dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    pods_dir.with_file_name(name)
+}
+
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     const BLOCK: usize = 64;
@@ -253,6 +261,12 @@ impl Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pods_directory_is_locked_beside_it() {
+        let lock = pods_lock(std::path::Path::new("/var/tmp/hearth/pods-1"));
+        assert_eq!(lock, std::path::Path::new("/var/tmp/hearth/pods-1.lock"));
+    }
 
     #[test]
     fn requests_travel_with_their_epoch() {

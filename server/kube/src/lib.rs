@@ -241,7 +241,6 @@ fn already_exists(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_already_exists())
 }
 
-/// An API error as a start failure, with what the API server said.
 /// A failed API request as a start failure: [`Error::Unavailable`] where
 /// the API server was overloaded or failing (429, 5xx) or could not be
 /// reached, which says nothing of the pod; else what it refused (or what
@@ -450,8 +449,8 @@ impl Inner {
         }
     }
 
-    /// Deletes a pod and its token Secret; either being gone already is fine.
-    /// Deletes pod `name` and its token, unless a newer leader holds it. A
+    /// Deletes pod `name` and its token Secret (either being gone already
+    /// is fine), unless a newer leader holds it. A
     /// leader whose lease ran out may not know it yet and still release
     /// pods: each deletion reads the pod's holder epoch first and deletes
     /// on the condition that the pod is unchanged since (its

@@ -146,8 +146,6 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
-/// Starts, stops and watches pods. Implementations must be cheap to share
-/// (`Arc<dyn Runtime>`) and safe to call concurrently.
 impl Error {
     /// Whether the same request may succeed if tried again later, the pod
     /// and profile being as they are.
@@ -156,6 +154,8 @@ impl Error {
     }
 }
 
+/// Starts, stops and watches pods. Implementations must be cheap to share
+/// (`Arc<dyn Runtime>`) and safe to call concurrently.
 pub trait Runtime: Send + Sync + fmt::Debug + 'static {
     /// `local` or `kubernetes`.
     fn name(&self) -> &'static str;

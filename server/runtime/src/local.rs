@@ -283,14 +283,14 @@ fn claim_pods_dir(state_dir: &Path) -> Result<(PathBuf, std::fs::File), Error> {
         } else {
             format!("pods-{n}")
         };
+        let dir = state_dir.join(name);
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(state_dir.join(format!("{name}.lock")))?;
+            .open(hearth_core::agent::pods_lock(&dir))?;
         match lock.try_lock() {
             Ok(()) => {
-                let dir = state_dir.join(name);
                 std::fs::create_dir_all(&dir)?;
                 return Ok((dir, lock));
             }
@@ -302,6 +302,11 @@ fn claim_pods_dir(state_dir: &Path) -> Result<(PathBuf, std::fs::File), Error> {
         "{MAX_INSTANCES} instances already use {}",
         state_dir.display()
     )))
+}
+
+/// The agent address of a unix socket.
+fn unix_address(socket: &Path) -> String {
+    format!("unix:{}", socket.display())
 }
 
 /// The cgroup scope of a pods directory: a stable hash of its path (FNV-1a),
@@ -475,7 +480,7 @@ impl Inner {
             },
         );
 
-        let address = format!("unix:{}", socket.display());
+        let address = unix_address(&socket);
         let now = Instant::now();
         let deadline = now.checked_add(self.cfg.start_timeout).unwrap_or(now);
         let why = loop {
@@ -521,7 +526,7 @@ impl Inner {
 
         let mut cmd = tokio::process::Command::new(&self.cfg.agent_bin);
         cmd.arg("--listen")
-            .arg(format!("unix:{}", dir.join("agent.sock").display()))
+            .arg(unix_address(&dir.join("agent.sock")))
             .arg("--root")
             .arg(dir)
             .arg("--sandbox")
@@ -587,8 +592,7 @@ impl Inner {
             }
             let _ = handle.watcher.await;
         }
-        let socket = self.pod_dir(pod_id).join("agent.sock");
-        client::forget(&format!("unix:{}", socket.display()));
+        client::forget(&unix_address(&self.pod_dir(pod_id).join("agent.sock")));
         self.cleanup(pod_id).await;
     }
 
@@ -881,10 +885,7 @@ mod tests {
     fn the_scope_cgroups_go_with_the_runtime() {
         let dir = std::env::temp_dir().join(format!("hearth-scope-{}", std::process::id()));
         let rt = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
-        let parents = match &rt.inner.cgroups {
-            Cgroups::V2 { dir, .. } => vec![dir.clone()],
-            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d.clone()).collect(),
-        };
+        let parents: Vec<PathBuf> = rt.inner.cgroups.scope_dirs().into_iter().cloned().collect();
         let made: Vec<&PathBuf> = parents.iter().filter(|p| p.is_dir()).collect();
         if made.is_empty() {
             eprintln!("skipped: this machine gives the runtime no cgroups");
@@ -913,10 +914,7 @@ mod tests {
     async fn a_shut_down_runtime_leaves_no_scope() {
         let dir = std::env::temp_dir().join(format!("hearth-shut-{}", std::process::id()));
         let rt = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
-        let parents: Vec<PathBuf> = match &rt.inner.cgroups {
-            Cgroups::V2 { dir, .. } => vec![dir.clone()],
-            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d.clone()).collect(),
-        };
+        let parents: Vec<PathBuf> = rt.inner.cgroups.scope_dirs().into_iter().cloned().collect();
         // Held by a clone (as the service's tasks hold it) through the
         // shutdown: the scope goes with its pods all the same.
         let kept = rt.clone();

@@ -265,16 +265,20 @@ impl Cgroups {
         Ok(())
     }
 
+    /// The `hearth/<scope>` directories, one per hierarchy used.
+    pub fn scope_dirs(&self) -> Vec<&PathBuf> {
+        match self {
+            Cgroups::V2 { dir, .. } => vec![dir],
+            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d).collect(),
+        }
+    }
+
     /// Removes the `hearth/<scope>` parents, once their pods' cgroups are
     /// gone: the scope goes with the runtime that owns it. A parent that
     /// still holds a pod stays (the next instance on the same pods
     /// directory adopts or removes what is in it).
     pub fn remove_scope(&self) {
-        let parents: Vec<&PathBuf> = match self {
-            Cgroups::V2 { dir, .. } => vec![dir],
-            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d).collect(),
-        };
-        for dir in parents {
+        for dir in self.scope_dirs() {
             match std::fs::remove_dir(dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -287,11 +291,7 @@ impl Cgroups {
 
     /// Pod ids that have a cgroup under `hearth/<scope>/` in any hierarchy.
     pub fn pod_ids(&self) -> BTreeSet<String> {
-        let parents: Vec<&PathBuf> = match self {
-            Cgroups::V2 { dir, .. } => vec![dir],
-            Cgroups::V1 { dirs } => dirs.iter().map(|(_, d)| d).collect(),
-        };
-        parents
+        self.scope_dirs()
             .into_iter()
             .filter_map(|p| std::fs::read_dir(p).ok())
             .flatten()
