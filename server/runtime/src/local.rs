@@ -8,7 +8,10 @@
 //! `pods-2`, ...) for as long as it runs, and its cgroups live under a scope
 //! named after that directory. What an instance finds in its own pods
 //! directory and scope at start was left by a dead one, and only that is
-//! removed as orphaned.
+//! removed as orphaned. The scope is made with the instance's first pod (a
+//! follower replica, which starts none, makes none) and removed with the
+//! instance, or by its last pod's agent when the instance died first (see
+//! `hearth-agent`'s `--exit-with-parent`).
 //!
 //! Which isolation mechanisms exist is detected once, when the runtime is
 //! built; every missing one is logged and reported by
@@ -155,6 +158,9 @@ impl LocalRuntime {
 
         let (bwrap, bwrap_detail) = probe_bwrap();
         let (cgroups, cgroup_mechanisms) = Cgroups::detect(Path::new(CGROUP_MOUNT), &scope);
+        // Made to see what it can do; made again with the first pod (unless
+        // a dead predecessor's pods keep it).
+        cgroups.remove_scope();
         let root = is_root();
         let run_as = cfg.job_user.filter(|_| bwrap && root);
         let slirp = which("slirp4netns");
@@ -687,7 +693,11 @@ fn remove_pod(pod_id: &str, cgroup_dirs: &[PathBuf], pod_dir: &Path) {
 
 /// Awaits the agent; on an exit nobody asked for, cleans the pod up and
 /// announces it. Holds the runtime weakly: a dropped runtime (a crash, as far
-/// as the pod knows) leaves the pod to `remove_orphans`.
+/// as the pod knows) leaves the pod running, as a crash would: its agent
+/// removes it when the process ends (`--exit-with-parent`), or a runtime on
+/// the same directory does first (`remove_orphans`). Only a stop kills it
+/// here; the stop's sender going with the runtime is no stop, as a kill then
+/// would leave the pod's cgroups to nobody.
 async fn watch(
     inner: Weak<Inner>,
     pod_id: String,
@@ -697,7 +707,7 @@ async fn watch(
 ) {
     let status = tokio::select! {
         status = child.wait() => status,
-        _ = stop => {
+        Ok(()) = stop => {
             let _ = child.start_kill();
             child.wait().await
         }
@@ -886,12 +896,23 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hearth-scope-{}", std::process::id()));
         let rt = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
         let parents: Vec<PathBuf> = rt.inner.cgroups.scope_dirs().into_iter().cloned().collect();
-        let made: Vec<&PathBuf> = parents.iter().filter(|p| p.is_dir()).collect();
-        if made.is_empty() {
+        if rt.inner.cgroups.is_empty() {
             eprintln!("skipped: this machine gives the runtime no cgroups");
         } else {
+            // No scope without pods: a runtime that never starts one (a
+            // follower replica) leaves none, even if killed.
+            assert!(parents.iter().all(|p| !p.exists()), "a scope without pods");
+            // The first pod makes it, set up as detection set it up.
+            let profile = hearth_core::Profile::cpu("t");
+            rt.inner.cgroups.create("p1", &profile).unwrap();
+            let made: Vec<&PathBuf> = parents.iter().collect();
+            assert!(made.iter().all(|p| p.join("p1").is_dir()));
+            for p in made.iter().filter(|p| p.join("cpu.shares").exists()) {
+                let shares = std::fs::read_to_string(p.join("cpu.shares")).unwrap();
+                let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+                assert_eq!(shares.trim().parse::<u64>().unwrap(), 1024 * cpus);
+            }
             // A pod's cgroup keeps its scope; once it is gone, so is the scope.
-            std::fs::create_dir(made[0].join("p1")).unwrap();
             let kept = rt.clone();
             drop(rt);
             assert!(
@@ -899,8 +920,13 @@ mod tests {
                 "dropped while a runtime lives"
             );
             drop(kept);
-            assert!(made[0].is_dir(), "a scope holding a pod stays");
-            std::fs::remove_dir(made[0].join("p1")).unwrap();
+            assert!(
+                made.iter().all(|p| p.is_dir()),
+                "a scope holding a pod stays"
+            );
+            for p in &made {
+                std::fs::remove_dir(p.join("p1")).unwrap();
+            }
             let again = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
             drop(again);
             for p in &made {
@@ -915,6 +941,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hearth-shut-{}", std::process::id()));
         let rt = LocalRuntime::new(LocalConfig::new(&dir, "/bin/sh")).unwrap();
         let parents: Vec<PathBuf> = rt.inner.cgroups.scope_dirs().into_iter().cloned().collect();
+        rt.inner.cgroups.ensure_scope().unwrap();
         // Held by a clone (as the service's tasks hold it) through the
         // shutdown: the scope goes with its pods all the same.
         let kept = rt.clone();

@@ -84,8 +84,8 @@ impl Cgroups {
                     if ctrl == Controller::Cpu {
                         weigh(
                             &[hierarchy.join(PARENT), dir.clone()],
-                            "cpu.shares",
-                            1024 * cpus(),
+                            V1_CPU_WEIGHT,
+                            v1_cpu_weight(),
                         );
                     }
                     if dir.join(ctrl.v1_limit_file()).exists() {
@@ -118,11 +118,7 @@ impl Cgroups {
             .into_iter()
             .filter(|c| listed.contains(c.name()))
             .collect();
-        let enable = wanted
-            .iter()
-            .map(|c| format!("+{}", c.name()))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let enable = enabling(&wanted);
         // Pods' cgroups only get the controllers their parent delegates.
         let setup = std::fs::create_dir_all(&dir)
             .and_then(|()| write_if_needed(&mount.join("cgroup.subtree_control"), &enable))
@@ -137,11 +133,10 @@ impl Cgroups {
                 .map(|c| c.trim_start_matches('+').to_owned())
                 .collect();
         if delegated.contains(Controller::Cpu.name()) {
-            // cpu.weight takes at most 10000.
             weigh(
                 &[mount.join(PARENT), dir.clone()],
-                "cpu.weight",
-                (100 * cpus()).min(10_000),
+                V2_CPU_WEIGHT,
+                v2_cpu_weight(),
             );
         }
         let mut controllers = Vec::new();
@@ -212,8 +207,41 @@ impl Cgroups {
         }
     }
 
-    /// Creates the pod's cgroups and writes the profile's limits.
+    /// Makes the `hearth/<scope>` parents again where they are missing, set
+    /// up as [`Cgroups::detect`] set them up: a runtime removes its scope
+    /// once detection is done and makes it again with its first pod, so a
+    /// service that never starts a pod (a follower replica), killed or not,
+    /// leaves none behind. It goes with the runtime
+    /// ([`Cgroups::remove_scope`]), or with the last pod's agent once no
+    /// service holds it.
+    pub fn ensure_scope(&self) -> io::Result<()> {
+        match self {
+            Cgroups::V2 { dir, controllers } => {
+                if controllers.is_empty() || dir.is_dir() {
+                    return Ok(());
+                }
+                std::fs::create_dir_all(dir)?;
+                write_if_needed(&dir.join("cgroup.subtree_control"), &enabling(controllers))?;
+                if controllers.contains(&Controller::Cpu) {
+                    weigh(std::slice::from_ref(dir), V2_CPU_WEIGHT, v2_cpu_weight());
+                }
+            }
+            Cgroups::V1 { dirs } => {
+                for (ctrl, dir) in dirs.iter().filter(|(_, d)| !d.is_dir()) {
+                    std::fs::create_dir_all(dir)?;
+                    if *ctrl == Controller::Cpu {
+                        weigh(std::slice::from_ref(dir), V1_CPU_WEIGHT, v1_cpu_weight());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the pod's cgroups (and its scope, if missing) and writes the
+    /// profile's limits.
     pub fn create(&self, pod_id: &str, profile: &Profile) -> io::Result<()> {
+        self.ensure_scope()?;
         let limits = Limits::of(profile);
         match self {
             Cgroups::V2 { dir, controllers } if !controllers.is_empty() => {
@@ -367,6 +395,29 @@ fn cpus() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
 }
 
+/// The files that weigh the pods' parents against the machine's other cgroups.
+const V1_CPU_WEIGHT: &str = "cpu.shares";
+const V2_CPU_WEIGHT: &str = "cpu.weight";
+
+/// A parent's weight: that of a cgroup per CPU of the machine.
+fn v1_cpu_weight() -> u64 {
+    1024 * cpus()
+}
+
+/// As [`v1_cpu_weight`]; `cpu.weight` takes at most 10000.
+fn v2_cpu_weight() -> u64 {
+    (100 * cpus()).min(10_000)
+}
+
+/// What `cgroup.subtree_control` takes to enable `controllers`.
+fn enabling(controllers: &[Controller]) -> String {
+    controllers
+        .iter()
+        .map(|c| format!("+{}", c.name()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Writes to a `cgroup.subtree_control` only what is not enabled yet.
 fn write_if_needed(path: &Path, enable: &str) -> io::Result<()> {
     let current = std::fs::read_to_string(path).unwrap_or_default();
@@ -515,6 +566,12 @@ mod tests {
         assert!(by_name("cgroup.memory").available);
         assert!(by_name("cgroup.cpu").available);
         assert!(!by_name("cgroup.pids").available);
+        // A scope gone with its pods is made again, delegating as before.
+        std::fs::remove_dir_all(mount.join("hearth/s1")).unwrap();
+        cg.create("p1", &Profile::cpu("t")).unwrap();
+        let delegated = std::fs::read_to_string(mount.join("hearth/s1/cgroup.subtree_control"));
+        assert_eq!(delegated.unwrap(), "+memory +cpu");
+        assert!(mount.join("hearth/s1/p1/memory.max").is_file());
         std::fs::remove_dir_all(&mount).unwrap();
     }
 
