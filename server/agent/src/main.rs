@@ -22,6 +22,7 @@ fn main() -> ExitCode {
     match argv.first().map(String::as_str) {
         Some(sandbox::ENTER_CGROUPS) => return sandbox::enter_cgroups_and_exec(&argv[1..]),
         Some(sandbox::IN_SANDBOX) => return sandbox::in_sandbox_exec(&argv[1..]),
+        Some(sandbox::REMOVE_CGROUPS) => return sandbox::remove_cgroups_after(&argv[1..]),
         Some(resident::SERVE_JOBS) => return resident::serve_jobs(),
         _ => {}
     }

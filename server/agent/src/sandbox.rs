@@ -24,6 +24,19 @@ use crate::resident::{Resident, SERVE_JOBS};
 /// sandbox's network namespace a user-mode network for as long as it lives.
 pub const ENTER_CGROUPS: &str = "enter-cgroups";
 
+/// First argument that turns the agent binary into the remover an orphaned
+/// agent leaves behind (`remove-cgroups <agent pid> <pods dir> <cgroup
+/// dir>...`): it waits for the agent to end, then removes the pod's cgroups
+/// and the service's scope. A v1 cgroup cannot be removed while a zombie is
+/// in it: what the agent killed on its way out is its zombie until it ends,
+/// and what was orphaned before is init's, which may reap only every few
+/// seconds (this machine's init: every 2 s).
+pub const REMOVE_CGROUPS: &str = "remove-cgroups";
+
+/// How long the remover waits for the agent to end, and then for the
+/// cgroups to empty.
+const REMOVER_WAIT: Duration = Duration::from_secs(10);
+
 /// First argument of the launcher inside bubblewrap: waits for the sandbox's
 /// network if asked, drops to the unprivileged user, then execs the job.
 pub const IN_SANDBOX: &str = "in-sandbox";
@@ -123,12 +136,16 @@ pub struct Cgroups {
 impl Cgroups {
     pub fn new(v1: &[(String, PathBuf)], v2: Option<&Path>) -> Self {
         let mut dirs: Vec<PathBuf> = v1.iter().map(|(_, dir)| dir.clone()).collect();
-        let mut kill_file = None;
-        if let Some(dir) = v2 {
-            dirs.push(dir.to_owned());
-            let file = dir.join("cgroup.kill");
-            kill_file = file.exists().then_some(file);
-        }
+        dirs.extend(v2.map(Path::to_owned));
+        Cgroups::of_dirs(dirs)
+    }
+
+    /// The cgroups at `dirs`, of either version (only v2 has `cgroup.kill`).
+    fn of_dirs(dirs: Vec<PathBuf>) -> Self {
+        let kill_file = dirs
+            .iter()
+            .map(|d| d.join("cgroup.kill"))
+            .find(|f| f.exists());
         Cgroups { dirs, kill_file }
     }
 
@@ -217,11 +234,36 @@ impl Cgroups {
         }
     }
 
-    /// Kills what is left and removes the pod's cgroups (for an agent whose
-    /// service is gone: nobody else will).
-    pub fn remove(&self) {
+    /// For an agent whose service is gone (nobody else will): has the pod's
+    /// cgroups and then the service's scope ([`Cgroups::remove_scope`])
+    /// removed once this agent has ended, by the remover
+    /// ([`REMOVE_CGROUPS`]) started from `agent_exe`; removes them here if
+    /// it cannot be started.
+    pub fn remove_after_exit(&self, agent_exe: &Path, pods_dir: &Path) {
+        if self.dirs.is_empty() {
+            return;
+        }
+        let remover = Command::new(agent_exe)
+            .arg(REMOVE_CGROUPS)
+            .arg(std::process::id().to_string())
+            .arg(pods_dir)
+            .args(&self.dirs)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn();
+        if let Err(e) = remover {
+            eprintln!("hearth-agent: cannot start the cgroup remover: {e}");
+            self.remove(Duration::from_secs(1));
+            self.remove_scope(pods_dir);
+        }
+    }
+
+    /// Kills what is left and removes the pod's cgroups, trying for at most
+    /// `limit` while zombies keep them.
+    pub fn remove(&self, limit: Duration) {
         self.kill_all();
-        let give_up = Instant::now() + Duration::from_secs(1);
+        let give_up = Instant::now() + limit;
         for dir in &self.dirs {
             while let Err(e) = std::fs::remove_dir(dir) {
                 if e.kind() == io::ErrorKind::NotFound || Instant::now() > give_up {
@@ -635,6 +677,11 @@ impl Sandbox {
         &self.cgroups
     }
 
+    /// This agent's binary.
+    pub fn agent_exe(&self) -> &Path {
+        &self.agent_exe
+    }
+
     /// Kills the trees of the given job pids without owning their `Child`
     /// (used when the agent exits).
     pub fn kill_pids_and_trees(&self, pids: &[u32]) {
@@ -779,6 +826,27 @@ pub fn enter_cgroups_and_exec(argv: &[String]) -> ExitCode {
         Some(slirp) => run_with_network(cmd, slirp),
         None => exec(cmd, program),
     }
+}
+
+/// The remover's main ([`REMOVE_CGROUPS`]): waits for the agent `pid` to end
+/// (at most [`REMOVER_WAIT`]), then removes the cgroups and their scope.
+pub fn remove_cgroups_after(args: &[String]) -> ExitCode {
+    let (Some(pid), Some(pods_dir)) = (
+        args.first().and_then(|p| p.parse::<u32>().ok()),
+        args.get(1),
+    ) else {
+        eprintln!("hearth-agent {REMOVE_CGROUPS}: <agent pid> <pods dir> <cgroup dir>...");
+        return ExitCode::from(2);
+    };
+    let give_up = Instant::now() + REMOVER_WAIT;
+    // Its zombies go to init only once it is a zombie itself (or gone).
+    while !is_zombie(pid) && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let cgroups = Cgroups::of_dirs(args[2..].iter().map(PathBuf::from).collect());
+    cgroups.remove(REMOVER_WAIT);
+    cgroups.remove_scope(Path::new(pods_dir));
+    ExitCode::SUCCESS
 }
 
 /// Replaces this process with `cmd`; returns only on failure, as a shell would.

@@ -665,10 +665,10 @@ fn watch_parent(agent: &Agent, root: &std::path::Path) {
         if std::os::unix::process::parent_id() != parent {
             eprintln!("hearth-agent: parent {parent} is gone; exiting");
             agent.kill_all_jobs();
-            agent.sandbox.cgroups().remove();
             let _ = std::fs::remove_dir_all(root);
             if let Some(pods_dir) = root.parent() {
-                agent.sandbox.cgroups().remove_scope(pods_dir);
+                let cgroups = agent.sandbox.cgroups();
+                cgroups.remove_after_exit(agent.sandbox.agent_exe(), pods_dir);
             }
             std::process::exit(1);
         }
