@@ -10,8 +10,10 @@
 //!    lifecycle (insert durable, assign and start relaxed, finish durable);
 //! 4. Hearth: no-op jobs (`true`, a real sandboxed process each) submitted
 //!    with `wait`, each client on its warm pod: jobs/s, the ratio to the
-//!    baseline (the figure to compare with graphile-worker's), and the added
-//!    latency (total minus the job's own run time) p50/p99;
+//!    baseline (the figure to compare with graphile-worker's), the added
+//!    latency (total minus the job's own run time) p50/p99, and the CPU
+//!    each job cost, from `/proc`: Postgres, the service with its clients,
+//!    the pods (agents, sandboxes, jobs) and the rest of the machine;
 //! 5. an agent loop of 50 sequential tool calls, each importing one extra
 //!    package from a local wheelhouse, on the caller's warm pod versus a fresh
 //!    pod per job.
@@ -233,6 +235,122 @@ fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
         "Hearth p50 ms per phase",
         p50.join(", ")
     );
+    let jobs = h.added_server.len().max(1) as f64;
+    let c = h.cpu;
+    println!(
+        "{clients:<8} {:<34} postgres {:.2}, service and clients {:.2}, pods {:.2}, rest {:.2} (machine {:.2})",
+        "Hearth CPU ms per job",
+        c.postgres / jobs,
+        c.service / jobs,
+        c.pods / jobs,
+        (c.machine - c.postgres - c.service - c.pods) / jobs,
+        c.machine / jobs,
+    );
+}
+
+/// CPU time in ms, from `/proc`, by part of a Hearth run: every `postgres`
+/// process, this process (the service and the benchmark's clients), the
+/// processes this one started and their descendants (the pods: agents,
+/// sandboxes, jobs), and the machine's busy time (`/proc/stat`; the rest is
+/// other processes and what the kernel does for nobody in particular). A
+/// process counts with the children it reaped, so the jobs' short-lived
+/// processes count with their supervisors (this process's own reaped
+/// children, stopped pods, are left out).
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuTime {
+    postgres: f64,
+    service: f64,
+    pods: f64,
+    machine: f64,
+}
+
+impl CpuTime {
+    /// `/proc` counts in USER_HZ, 100 a second on Linux.
+    const MS_PER_TICK: f64 = 10.0;
+
+    fn now() -> CpuTime {
+        let me = std::process::id();
+        // pid -> (parent, comm, own ticks, reaped children's ticks)
+        let mut procs: std::collections::HashMap<u32, (u32, String, u64, u64)> = Default::default();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid ...`: the comm may hold anything.
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            let num = |i: usize| {
+                fields
+                    .get(i)
+                    .and_then(|f| f.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            // After the comm: state (0), ppid (1), ..., utime (11), stime
+            // (12), cutime (13), cstime (14).
+            procs.insert(
+                pid,
+                (
+                    num(1) as u32,
+                    stat[open + 1..close].to_owned(),
+                    num(11) + num(12),
+                    num(13) + num(14),
+                ),
+            );
+        }
+        let started_here = |mut pid: u32| {
+            for _ in 0..64 {
+                match procs.get(&pid) {
+                    Some(&(parent, ..)) if parent == me => return true,
+                    Some(&(parent, ..)) if parent > 1 => pid = parent,
+                    _ => return false,
+                }
+            }
+            false
+        };
+        let mut t = CpuTime::default();
+        for (&pid, (_, comm, own, reaped)) in &procs {
+            let ms = |ticks: u64| ticks as f64 * Self::MS_PER_TICK;
+            if pid == me {
+                t.service += ms(*own);
+            } else if comm == "postgres" {
+                t.postgres += ms(own + reaped);
+            } else if started_here(pid) {
+                t.pods += ms(own + reaped);
+            }
+        }
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let busy: u64 = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .enumerate()
+            // user nice system idle iowait irq softirq steal
+            .filter(|(i, _)| matches!(i, 0 | 1 | 2 | 5 | 6 | 7))
+            .filter_map(|(_, v)| v.parse::<u64>().ok())
+            .sum();
+        t.machine = busy as f64 * Self::MS_PER_TICK;
+        t
+    }
+
+    fn since(self, before: CpuTime) -> CpuTime {
+        CpuTime {
+            postgres: self.postgres - before.postgres,
+            service: self.service - before.service,
+            pods: self.pods - before.pods,
+            machine: self.machine - before.machine,
+        }
+    }
 }
 
 struct Run {
@@ -244,6 +362,8 @@ struct Run {
     /// Per job, as the service records it: queued, acquire, bind, run and
     /// the rest of total_ms.
     phases: [Vec<f64>; 5],
+    /// Spent while the clients ran.
+    cpu: CpuTime,
 }
 
 async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Duration) -> Run {
@@ -253,6 +373,7 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
         let (s, v) = app.submit(key, &job(c), Some(30.0)).await;
         assert_eq!(s, 200, "{v}");
     }
+    let cpu = CpuTime::now();
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -294,6 +415,7 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
         p.sort_by(f64::total_cmp);
     }
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu = CpuTime::now().since(cpu);
     added_server.sort_by(f64::total_cmp);
     added_client.sort_by(f64::total_cmp);
     Run {
@@ -301,6 +423,7 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
         added_server,
         added_client,
         phases,
+        cpu,
     }
 }
 
