@@ -5,7 +5,8 @@
 //!    (`tests/bench/pgbench-job.sql`), the yardstick both peers are held to;
 //! 2. the peer: graphile-worker 0.16.6 (`tests/bench/graphile`, run with
 //!    node; its packages are installed on first use), adding a no-op job and
-//!    waiting for its completion to commit;
+//!    waiting for its completion to commit, and the CPU each job cost
+//!    (counted as Hearth's is below);
 //! 3. Hearth's own commits without Hearth: the store calls of a job's
 //!    lifecycle (insert durable, assign and start relaxed, finish durable);
 //! 4. Hearth: no-op jobs (`true`, a real sandboxed process each) submitted
@@ -99,6 +100,10 @@ struct Peer {
     jobs_per_s: f64,
     p50_ms: f64,
     p99_ms: f64,
+    /// Jobs measured, and the CPU they cost (`service`: the peer's own
+    /// process, clients included; it has no pods).
+    jobs: f64,
+    cpu: CpuTime,
 }
 
 async fn graphile(db_url: &str, clients: usize, length: Duration) -> Result<Peer, String> {
@@ -118,10 +123,22 @@ async fn graphile(db_url: &str, clients: usize, length: Duration) -> Result<Peer
     let v: serde_json::Value =
         serde_json::from_str(out.trim()).map_err(|e| format!("{e}: {out}"))?;
     let f = |k: &str| v[k].as_f64().ok_or_else(|| format!("no {k} in {out}"));
+    let cpu = |k: &str| {
+        v["cpu"][k]
+            .as_f64()
+            .ok_or_else(|| format!("no cpu.{k} in {out}"))
+    };
     Ok(Peer {
         jobs_per_s: f("jobs_per_s")?,
         p50_ms: f("p50_ms")?,
         p99_ms: f("p99_ms")?,
+        jobs: f("jobs")?,
+        cpu: CpuTime {
+            postgres: cpu("postgres")?,
+            service: cpu("worker")?,
+            pods: 0.0,
+            machine: cpu("machine")?,
+        },
     })
 }
 
@@ -235,11 +252,20 @@ fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
         "Hearth p50 ms per phase",
         p50.join(", ")
     );
-    let jobs = h.added_server.len().max(1) as f64;
-    let c = h.cpu;
-    println!(
-        "{clients:<8} {:<34} postgres {:.2}, service and clients {:.2}, pods {:.2}, rest {:.2} (machine {:.2})",
+    cpu_row(
+        clients,
         "Hearth CPU ms per job",
+        "service and clients",
+        h.cpu,
+        h.added_server.len() as f64,
+    );
+}
+
+/// Where `jobs` jobs' CPU went, per job; `own` names the process measured.
+fn cpu_row(clients: usize, what: &str, own: &str, c: CpuTime, jobs: f64) {
+    let jobs = jobs.max(1.0);
+    println!(
+        "{clients:<8} {what:<34} postgres {:.2}, {own} {:.2}, pods {:.2}, rest {:.2} (machine {:.2})",
         c.postgres / jobs,
         c.service / jobs,
         c.pods / jobs,
@@ -505,14 +531,23 @@ fn main() {
                 }
             };
             match graphile(&db_url, clients, length).await {
-                Ok(p) => row(
-                    clients,
-                    "graphile-worker 0.16.6 (rtt)",
-                    p.jobs_per_s,
-                    base,
-                    p.p50_ms,
-                    p.p99_ms,
-                ),
+                Ok(p) => {
+                    row(
+                        clients,
+                        "graphile-worker 0.16.6 (rtt)",
+                        p.jobs_per_s,
+                        base,
+                        p.p50_ms,
+                        p.p99_ms,
+                    );
+                    cpu_row(
+                        clients,
+                        "graphile-worker CPU ms per job",
+                        "worker and clients",
+                        p.cpu,
+                        p.jobs,
+                    );
+                }
                 Err(e) => println!("{clients:<8} graphile-worker: not run ({e})"),
             }
             let own = lifecycle(clients, length).await;
