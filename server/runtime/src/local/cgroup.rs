@@ -80,14 +80,7 @@ impl Cgroups {
                     format!("no {} hierarchy at {}", ctrl.name(), hierarchy.display()),
                 ))
             } else {
-                std::fs::create_dir_all(&dir).and_then(|()| {
-                    if ctrl == Controller::Cpu {
-                        weigh(
-                            &[hierarchy.join(PARENT), dir.clone()],
-                            V1_CPU_WEIGHT,
-                            v1_cpu_weight(),
-                        );
-                    }
+                make_v1_scope(ctrl, &dir).and_then(|()| {
                     if dir.join(ctrl.v1_limit_file()).exists() {
                         Ok(dir)
                     } else {
@@ -228,10 +221,7 @@ impl Cgroups {
             }
             Cgroups::V1 { dirs } => {
                 for (ctrl, dir) in dirs.iter().filter(|(_, d)| !d.is_dir()) {
-                    std::fs::create_dir_all(dir)?;
-                    if *ctrl == Controller::Cpu {
-                        weigh(std::slice::from_ref(dir), V1_CPU_WEIGHT, v1_cpu_weight());
-                    }
+                    make_v1_scope(*ctrl, dir)?;
                 }
             }
         }
@@ -393,6 +383,22 @@ fn weigh(dirs: &[PathBuf], file: &str, weight: u64) {
 
 fn cpus() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
+/// Makes a v1 scope directory `<hierarchy>/hearth/<scope>`; under `cpu`, the
+/// `hearth` parent and the scope weigh as a cgroup per CPU.
+fn make_v1_scope(ctrl: Controller, dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if ctrl == Controller::Cpu {
+        let parents: Vec<PathBuf> = dir
+            .parent()
+            .into_iter()
+            .chain([dir])
+            .map(Path::to_owned)
+            .collect();
+        weigh(&parents, V1_CPU_WEIGHT, v1_cpu_weight());
+    }
+    Ok(())
 }
 
 /// The files that weigh the pods' parents against the machine's other cgroups.
