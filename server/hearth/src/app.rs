@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::control::Control;
+use crate::http::jobs::Accepts;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
 use crate::scheduler::{Gpus, Scheduler, Settings};
@@ -36,6 +37,8 @@ pub struct Shared {
     pub hub: Arc<Hub>,
     pub scheduler: Scheduler,
     pub metrics: Arc<Metrics>,
+    /// The group commit of accepted jobs.
+    pub(crate) accepts: Accepts,
     /// The pools' GPU inventory.
     pub gpus: Gpus,
     /// The control endpoint's engine.
@@ -210,6 +213,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         tracing::info!(policies = restored, "control sessions restored");
     }
     let snapshot_every = Duration::from_secs_f64(config.control_snapshot_s);
+    let accepts = Accepts::start(db.clone(), metrics.clone());
     let state = AppState(Arc::new(Shared {
         auth: Authenticator::new(&config)?,
         limits: config.limits(),
@@ -218,6 +222,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         runtime,
         hub,
         scheduler: scheduler.clone(),
+        accepts,
         metrics,
         gpus,
         control: control.clone(),

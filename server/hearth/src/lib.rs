@@ -14,6 +14,7 @@ pub mod config;
 pub mod console;
 pub mod control;
 pub mod error;
+mod group;
 pub mod http;
 pub mod hub;
 pub mod metrics;

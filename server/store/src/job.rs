@@ -1,5 +1,7 @@
 //! Jobs and their logs.
 
+use std::collections::HashMap;
+
 use hearth_core::{ErrorCode, Kind, Source, State};
 use sqlx::{PgConnection, PgExecutor};
 use time::OffsetDateTime;
@@ -81,19 +83,19 @@ pub struct JobRow {
 
 /// A job to insert in state `queued`.
 #[derive(Debug, Clone)]
-pub struct NewJob<'a> {
+pub struct NewJob {
     pub job_id: Uuid,
     pub tenant_id: Uuid,
     pub kind: Kind,
-    pub profile: &'a str,
-    pub caller: &'a str,
+    pub profile: String,
+    pub caller: String,
     pub priority: i32,
-    pub spec: &'a serde_json::Value,
-    pub idempotency_key: Option<&'a str>,
+    pub spec: serde_json::Value,
+    pub idempotency_key: Option<String>,
     /// Hash of the request body, compared when the idempotency key repeats.
-    pub request_hash: Option<&'a str>,
+    pub request_hash: Option<String>,
     /// The W3C `traceparent` the job's spans and processes continue.
-    pub traceparent: Option<&'a str>,
+    pub traceparent: Option<String>,
 }
 
 /// What [`insert`] did.
@@ -108,7 +110,7 @@ pub enum Inserted {
 /// request, returns the existing job; with another request, fails with
 /// [`Error::IdempotencyMismatch`].
 #[tracing::instrument(skip_all, fields(job_id = %job.job_id))]
-pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted> {
+pub async fn insert(db: &mut PgConnection, job: &NewJob) -> Result<Inserted> {
     let inserted = job_rows!(
         "insert into job (job_id, tenant_id, kind, profile, caller, state, priority, spec,
                           idempotency_key, request_hash, traceparent)
@@ -140,11 +142,105 @@ pub async fn insert(db: &mut PgConnection, job: &NewJob<'_>) -> Result<Inserted>
     )
     .fetch_one(&mut *db)
     .await?;
-    if existing.request_hash.as_deref() == job.request_hash {
+    repeated(job, existing)
+}
+
+/// What an insert of `job` that found `existing` under its idempotency key
+/// did: nothing for the same request, a mismatch for another.
+fn repeated(job: &NewJob, existing: JobRow) -> Result<Inserted> {
+    if existing.request_hash == job.request_hash {
         Ok(Inserted::Existing(existing))
     } else {
         Err(Error::IdempotencyMismatch)
     }
+}
+
+/// [`insert`] for many jobs in one statement: what a batch and the group
+/// commit of accepted jobs run. The outcome of each job, in their order, as
+/// [`insert`] would have had it inserting them one after another (a key
+/// repeated within `jobs` finds its first use); a mismatch fails only its
+/// own item. Run it in a transaction for all or none.
+#[tracing::instrument(skip_all, fields(jobs = jobs.len()))]
+pub async fn insert_many(db: &mut PgConnection, jobs: &[NewJob]) -> Result<Vec<Result<Inserted>>> {
+    let ids: Vec<Uuid> = jobs.iter().map(|j| j.job_id).collect();
+    let tenants: Vec<Uuid> = jobs.iter().map(|j| j.tenant_id).collect();
+    let kinds: Vec<&str> = jobs.iter().map(|j| j.kind.as_str()).collect();
+    let profiles: Vec<&str> = jobs.iter().map(|j| j.profile.as_str()).collect();
+    let callers: Vec<&str> = jobs.iter().map(|j| j.caller.as_str()).collect();
+    let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
+    let specs: Vec<&serde_json::Value> = jobs.iter().map(|j| &j.spec).collect();
+    let keys: Vec<Option<&str>> = jobs.iter().map(|j| j.idempotency_key.as_deref()).collect();
+    let hashes: Vec<Option<&str>> = jobs.iter().map(|j| j.request_hash.as_deref()).collect();
+    let traces: Vec<Option<&str>> = jobs.iter().map(|j| j.traceparent.as_deref()).collect();
+    // In the jobs' order, so that of two uses of a key the first is inserted.
+    let rows: Vec<JobRow> = sqlx::query_as(
+        "insert into job (job_id, tenant_id, kind, profile, caller, state, priority, spec,
+                          idempotency_key, request_hash, traceparent)
+         select j.job_id, j.tenant_id, j.kind, j.profile, j.caller, 'queued', j.priority, j.spec,
+                j.idempotency_key, j.request_hash, j.traceparent
+           from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::int4[],
+                       $7::jsonb[], $8::text[], $9::text[], $10::text[]) with ordinality
+             as j(job_id, tenant_id, kind, profile, caller, priority, spec, idempotency_key,
+                  request_hash, traceparent, ord)
+          order by j.ord
+         on conflict on constraint job_idempotency_key_unique do nothing
+         returning job.*",
+    )
+    .bind(&ids)
+    .bind(&tenants)
+    .bind(&kinds)
+    .bind(&profiles)
+    .bind(&callers)
+    .bind(&priorities)
+    .bind(&specs)
+    .bind(&keys)
+    .bind(&hashes)
+    .bind(&traces)
+    .fetch_all(&mut *db)
+    .await?;
+    let mut new: HashMap<Uuid, JobRow> = rows.into_iter().map(|r| (r.job_id, r)).collect();
+    // The rest repeated a key: read what holds it.
+    let repeats: Vec<&NewJob> = jobs
+        .iter()
+        .filter(|j| !new.contains_key(&j.job_id))
+        .collect();
+    let mut held: HashMap<(Uuid, String), JobRow> = HashMap::new();
+    if !repeats.is_empty() {
+        let tenants: Vec<Uuid> = repeats.iter().map(|j| j.tenant_id).collect();
+        let keys: Vec<Option<&str>> = repeats
+            .iter()
+            .map(|j| j.idempotency_key.as_deref())
+            .collect();
+        // Planned at every call (see `KEEP_SHARED_PREPARED`).
+        let rows: Vec<JobRow> = sqlx::query_as(
+            "select job.* from job
+               join (select distinct * from unnest($1::uuid[], $2::text[])) as k(tenant_id, key)
+                 on job.tenant_id = k.tenant_id and job.idempotency_key = k.key",
+        )
+        .bind(&tenants)
+        .bind(&keys)
+        .persistent(KEEP_SHARED_PREPARED)
+        .fetch_all(&mut *db)
+        .await?;
+        held = rows
+            .into_iter()
+            .filter_map(|r| Some(((r.tenant_id, r.idempotency_key.clone()?), r)))
+            .collect();
+    }
+    jobs.iter()
+        .map(|j| {
+            if let Some(row) = new.remove(&j.job_id) {
+                return Ok(Ok(Inserted::New(row)));
+            }
+            // Only a key can keep a job out: any other conflict is an error.
+            let existing = j
+                .idempotency_key
+                .clone()
+                .and_then(|key| held.get(&(j.tenant_id, key)).cloned())
+                .ok_or(Error::Database(sqlx::Error::RowNotFound))?;
+            Ok(repeated(j, existing))
+        })
+        .collect()
 }
 
 /// A tenant's job.

@@ -47,22 +47,22 @@ impl Drop for DropOnPanic {
     }
 }
 
-fn new_job<'a>(
+fn new_job(
     tenant_id: Uuid,
-    spec: &'a serde_json::Value,
-    key: Option<&'a str>,
-    hash: Option<&'a str>,
-) -> NewJob<'a> {
+    spec: &serde_json::Value,
+    key: Option<&str>,
+    hash: Option<&str>,
+) -> NewJob {
     NewJob {
         job_id: Uuid::now_v7(),
         tenant_id,
         kind: Kind::ToolCall,
-        profile: "cpu-small",
-        caller: "agent-1",
+        profile: "cpu-small".to_owned(),
+        caller: "agent-1".to_owned(),
         priority: 0,
-        spec,
-        idempotency_key: key,
-        request_hash: hash,
+        spec: spec.clone(),
+        idempotency_key: key.map(str::to_owned),
+        request_hash: hash.map(str::to_owned),
         traceparent: None,
     }
 }
@@ -186,6 +186,83 @@ async fn idempotent_insert(db: PgPool) {
     ));
 }
 
+/// Many jobs in one statement come out as one insert after another would
+/// have them: new, a key's repeat (within the batch or from before) the
+/// job that holds it, a key reused for another request a mismatch of its
+/// own item only; keys are per tenant.
+#[sqlx::test(migrations = "../../migrations")]
+async fn inserts_many_as_one_by_one(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let u = tenant::create(&db, "other").await.unwrap();
+    let spec = json!({"x": 1});
+    let mut conn = db.acquire().await.unwrap();
+    let Inserted::New(before) = job::insert(
+        &mut conn,
+        &new_job(t.tenant_id, &spec, Some("old"), Some("h")),
+    )
+    .await
+    .unwrap() else {
+        panic!("a new job");
+    };
+    let jobs = vec![
+        new_job(t.tenant_id, &spec, None, None),
+        new_job(t.tenant_id, &spec, Some("k"), Some("h1")),
+        new_job(t.tenant_id, &spec, Some("k"), Some("h1")),
+        new_job(t.tenant_id, &spec, Some("k"), Some("h2")),
+        new_job(t.tenant_id, &spec, Some("old"), Some("h")),
+        new_job(t.tenant_id, &spec, Some("old"), Some("other")),
+        new_job(u.tenant_id, &spec, Some("k"), Some("h2")),
+        new_job(t.tenant_id, &spec, None, None),
+    ];
+    let out = job::insert_many(&mut conn, &jobs).await.unwrap();
+    assert_eq!(out.len(), jobs.len());
+    let new_row = |i: usize| match &out[i] {
+        Ok(Inserted::New(row)) => {
+            assert_eq!(row.job_id, jobs[i].job_id, "item {i} inserted as itself");
+            assert_eq!(row.tenant_id, jobs[i].tenant_id);
+            assert_eq!(row.idempotency_key, jobs[i].idempotency_key);
+            assert_eq!(row.request_hash, jobs[i].request_hash);
+            assert_eq!((row.state, row.kind), (State::Queued, Kind::ToolCall));
+            assert_eq!(
+                (row.profile.as_str(), row.caller.as_str()),
+                ("cpu-small", "agent-1")
+            );
+            assert_eq!(row.spec, spec);
+            row.clone()
+        }
+        other => panic!("item {i}: {other:?}"),
+    };
+    for i in [0, 6, 7] {
+        new_row(i);
+    }
+    let first = new_row(1);
+    assert_eq!(out[2].as_ref().unwrap(), &Inserted::Existing(first));
+    assert!(matches!(out[3], Err(Error::IdempotencyMismatch)));
+    assert_eq!(out[4].as_ref().unwrap(), &Inserted::Existing(before));
+    assert!(matches!(out[5], Err(Error::IdempotencyMismatch)));
+    // Each job once: the ones kept out were not written.
+    let stored: i64 = sqlx::query_scalar("select count(*) from job")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(stored, 1 + 4);
+    // And each reads back as inserted.
+    for i in [0, 1, 6, 7] {
+        let row = job::get(&db, jobs[i].tenant_id, jobs[i].job_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            &row,
+            match &out[i] {
+                Ok(Inserted::New(r)) => r,
+                _ => unreachable!(),
+            }
+        );
+    }
+}
+
 #[sqlx::test(migrations = "../../migrations")]
 async fn the_trace_context_is_stored_with_the_job(db: PgPool) {
     let _guard = DropOnPanic(db.clone());
@@ -196,7 +273,7 @@ async fn the_trace_context_is_stored_with_the_job(db: PgPool) {
     let Inserted::New(row) = job::insert(
         &mut conn,
         &NewJob {
-            traceparent: Some(tp),
+            traceparent: Some(tp.to_owned()),
             ..new_job(t.tenant_id, &spec, None, None)
         },
     )
@@ -218,7 +295,7 @@ async fn the_trace_context_is_stored_with_the_job(db: PgPool) {
     let garbage = job::insert(
         &mut conn,
         &NewJob {
-            traceparent: Some("not a traceparent"),
+            traceparent: Some("not a traceparent".to_owned()),
             ..new_job(t.tenant_id, &spec, None, None)
         },
     )

@@ -153,32 +153,34 @@ async fn create_jobs(
         return Err(ApiError::Validation(errors));
     }
 
-    // One transaction, one commit, for the whole batch.
+    // One statement, one commit, for the whole batch: a key reused for
+    // another request rolls it back.
+    let mut jobs = Vec::with_capacity(n);
+    for (_, spec, key, hash) in accepted.iter_mut() {
+        jobs.push(NewJob {
+            job_id: Uuid::now_v7(),
+            tenant_id: tenant.tenant_id,
+            kind: spec.kind,
+            profile: spec.profile.clone(),
+            caller: spec.caller.clone(),
+            priority: spec.priority,
+            spec: serde_json::to_value(&*spec).map_err(|e| ApiError::Internal(e.into()))?,
+            idempotency_key: key.take(),
+            request_hash: hash.take(),
+            traceparent: None,
+        });
+    }
     let mut tx = state.db.begin().await?;
     let mut rows = Vec::with_capacity(n);
-    for (i, spec, key, hash) in &accepted {
-        let spec_json = serde_json::to_value(spec).map_err(|e| ApiError::Internal(e.into()))?;
-        let inserted = hearth_store::job::insert(
-            &mut tx,
-            &NewJob {
-                job_id: Uuid::now_v7(),
-                tenant_id: tenant.tenant_id,
-                kind: spec.kind,
-                profile: &spec.profile,
-                caller: &spec.caller,
-                priority: spec.priority,
-                spec: &spec_json,
-                idempotency_key: key.as_deref(),
-                request_hash: hash.as_deref(),
-                traceparent: None,
-            },
-        )
-        .await
-        .map_err(|e| match e {
+    for (inserted, (i, ..)) in hearth_store::job::insert_many(&mut tx, &jobs)
+        .await?
+        .into_iter()
+        .zip(&accepted)
+    {
+        rows.push(inserted.map_err(|e| match e {
             hearth_store::Error::IdempotencyMismatch => ApiError::BatchIdempotencyConflict(*i),
             e => e.into(),
-        })?;
-        rows.push(inserted);
+        })?);
     }
     tx.commit().await?;
 

@@ -15,6 +15,7 @@ use hearth_core::validate::{self, CreateJob, Invalid};
 use hearth_store::job::{Cancel, Filter, Inserted, JobRow, NewJob};
 use hearth_store::job_event::Body;
 use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -26,6 +27,7 @@ use uuid::Uuid;
 use crate::app::AppState;
 use crate::auth::Tenant;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::group::{Group, Write};
 use crate::http::extract::{Json, Path, Query};
 use crate::hub::{JobEvent, Wake, Watch};
 
@@ -42,6 +44,35 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// How often a watcher reads its job again without being woken: the net
 /// under lost notifications (see [`crate::hub`]).
 const RECHECK: Duration = Duration::from_secs(2);
+
+/// The group commit of accepted jobs: a job accepted while another accept
+/// is being written waits for it and is inserted with the others that
+/// arrived meanwhile, in one statement and one durable commit.
+pub(crate) type Accepts = Group<AcceptWrite>;
+
+/// Writes accepted jobs ([`hearth_store::job::insert`], `insert_many`): each
+/// one's outcome, an idempotency key reused for another request failing
+/// only its own job.
+#[derive(Debug)]
+pub(crate) struct AcceptWrite;
+
+impl Write for AcceptWrite {
+    type Item = NewJob;
+    type Out = Result<Inserted, hearth_store::Error>;
+    const NAME: &'static str = "accept";
+
+    async fn one(db: &PgPool, job: &NewJob) -> Result<Self::Out, hearth_store::Error> {
+        let mut conn = db.acquire().await?;
+        Ok(hearth_store::job::insert(&mut conn, job).await)
+    }
+
+    /// One statement: it writes all of them or none (a key's reuse writes
+    /// nothing and is read after).
+    async fn many(db: &PgPool, jobs: &[NewJob]) -> Result<Vec<Self::Out>, hearth_store::Error> {
+        let mut conn = db.acquire().await?;
+        hearth_store::job::insert_many(&mut conn, jobs).await
+    }
+}
 
 /// Why a job ended badly.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -293,23 +324,21 @@ async fn create_job(
         }
         let spec_json = serde_json::to_value(&spec).map_err(|e| ApiError::Internal(e.into()))?;
         let traceparent = crate::telemetry::job_trace(&accept, &headers).map(|t| t.header());
-        let mut conn = state.db.acquire().await?;
-        let inserted = hearth_store::job::insert(
-            &mut conn,
-            &NewJob {
+        let inserted = state
+            .accepts
+            .write(NewJob {
                 job_id: Uuid::now_v7(),
                 tenant_id: tenant.tenant_id,
                 kind: spec.kind,
-                profile: &spec.profile,
-                caller: &spec.caller,
+                profile: spec.profile,
+                caller: spec.caller,
                 priority: spec.priority,
-                spec: &spec_json,
-                idempotency_key: idempotency_key.as_deref(),
-                request_hash: request_hash.as_deref(),
-                traceparent: traceparent.as_deref(),
-            },
-        )
-        .await?;
+                spec: spec_json,
+                idempotency_key,
+                request_hash,
+                traceparent,
+            })
+            .await??;
         let (Inserted::New(row) | Inserted::Existing(row)) = &inserted;
         accept.record("hearth.job.id", tracing::field::display(row.job_id));
         Ok::<_, ApiError>(inserted)
@@ -884,6 +913,75 @@ async fn get_job_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Accepts handed over together are inserted together, each as an
+    /// insert of its own would have it; one the database refuses (a NUL
+    /// byte) fails alone.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn concurrent_accepts_share_a_statement_and_a_refused_one_fails_alone(db: PgPool) {
+        let tenant = hearth_store::tenant::create(&db, "acme").await.unwrap();
+        let metrics = std::sync::Arc::new(crate::metrics::Metrics::default());
+        let accepts = Accepts::start(db.clone(), std::sync::Arc::clone(&metrics));
+        let job = |caller: &str, key: Option<&str>, hash: &str| NewJob {
+            job_id: Uuid::now_v7(),
+            tenant_id: tenant.tenant_id,
+            kind: Kind::ToolCall,
+            profile: "cpu-small".to_owned(),
+            caller: caller.to_owned(),
+            priority: 0,
+            spec: serde_json::json!({}),
+            idempotency_key: key.map(str::to_owned),
+            request_hash: key.map(|_| hash.to_owned()),
+            traceparent: None,
+        };
+        let accept_all = async |jobs: Vec<NewJob>| {
+            futures::future::join_all(jobs.into_iter().map(|j| accepts.write(j)))
+                .await
+                .into_iter()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>()
+        };
+        let mut jobs: Vec<NewJob> = (0..8).map(|i| job(&format!("c{i}"), None, "")).collect();
+        jobs.push(job("k", Some("key"), "h1"));
+        jobs.push(job("k", Some("key"), "h1"));
+        jobs.push(job("k", Some("key"), "h2"));
+        let ids: Vec<Uuid> = jobs.iter().map(|j| j.job_id).collect();
+        let out = accept_all(jobs).await;
+        for (i, inserted) in out.iter().take(9).enumerate() {
+            match inserted {
+                Ok(Inserted::New(row)) => assert_eq!(row.job_id, ids[i]),
+                other => panic!("accept {i}: {other:?}"),
+            }
+        }
+        let Ok(Inserted::New(first)) = &out[8] else {
+            unreachable!()
+        };
+        assert_eq!(out[9].as_ref().unwrap(), &Inserted::Existing(first.clone()));
+        assert!(matches!(
+            out[10],
+            Err(hearth_store::Error::IdempotencyMismatch)
+        ));
+        assert_eq!(metrics.jobs_written_so_far("accept", "shared"), 11);
+
+        let jobs: Vec<NewJob> = (0..4)
+            .map(|i| job(if i == 1 { "nul \0" } else { "fine" }, None, ""))
+            .collect();
+        let ids: Vec<Uuid> = jobs.iter().map(|j| j.job_id).collect();
+        let out = accept_all(jobs).await;
+        for (i, inserted) in out.into_iter().enumerate() {
+            match inserted {
+                Ok(Inserted::New(row)) if i != 1 => assert_eq!(row.job_id, ids[i]),
+                Err(hearth_store::Error::Database(_)) if i == 1 => {}
+                other => panic!("accept {i}: {other:?}"),
+            }
+        }
+        assert_eq!(metrics.jobs_written_so_far("accept", "alone"), 4);
+        let stored: i64 = sqlx::query_scalar("select count(*) from job")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        assert_eq!(stored, 9 + 3);
+    }
 
     #[test]
     fn idempotency_keys_are_visible_ascii_with_inner_spaces() {

@@ -36,7 +36,6 @@
 mod adopt;
 mod decide;
 mod gpu;
-mod group;
 mod leader;
 mod listen;
 mod record;

@@ -9,7 +9,7 @@ use hearth_store::job::{Assign, Finish, JobRow};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::group::{Group, Write};
+use crate::group::{Group, Write};
 
 /// The end of one job, as the leader of `epoch` stores it.
 #[derive(Debug)]
@@ -201,10 +201,10 @@ mod tests {
                 job_id: Uuid::now_v7(),
                 tenant_id: tenant.tenant_id,
                 kind: Kind::ToolCall,
-                profile: "cpu-small",
-                caller: "a",
+                profile: "cpu-small".to_owned(),
+                caller: "a".to_owned(),
                 priority: 0,
-                spec: &spec,
+                spec: spec.clone(),
                 idempotency_key: None,
                 request_hash: None,
                 traceparent: None,
