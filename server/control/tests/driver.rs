@@ -141,11 +141,15 @@ fn a_sessions_events_apply_in_submission_order_across_routes() {
     let keys = driver.register(program.clone(), |_| Some(2));
     // Session 1: an event on route 0 due late, then one on route 1 due early
     // and one without a route. Sessions 2 and 3 fill both queues so batches form.
-    let first = driver.submit(0, 1, Some(keys[0]), &[50, 1], 1_000).unwrap();
-    let second = driver.submit(0, 1, Some(keys[1]), &[7, 7], 10).unwrap();
-    let third = driver.submit(0, 1, None, &[9, 9], 10).unwrap();
-    driver.submit(0, 2, Some(keys[0]), &[1, 1], 1_000).unwrap();
-    driver.submit(0, 3, Some(keys[1]), &[2, 2], 10).unwrap();
+    // The driver's clock advances by each run's measured wall time: windows
+    // of seconds keep a run preempted on a loaded machine within them.
+    const LATE: u64 = 10_000_000_000;
+    const EARLY: u64 = 1_000_000_000;
+    let first = driver.submit(0, 1, Some(keys[0]), &[50, 1], LATE).unwrap();
+    let second = driver.submit(0, 1, Some(keys[1]), &[7, 7], EARLY).unwrap();
+    let third = driver.submit(0, 1, None, &[9, 9], EARLY).unwrap();
+    driver.submit(0, 2, Some(keys[0]), &[1, 1], LATE).unwrap();
+    driver.submit(0, 3, Some(keys[1]), &[2, 2], EARLY).unwrap();
     let mut done = driver.advance(0);
     let mut now = 0;
     while let Some(w) = driver.next_wake() {
@@ -184,7 +188,10 @@ fn a_sessions_events_apply_in_submission_order_across_routes() {
     }
     // A held event is released when its predecessor is done and keeps its window.
     assert_eq!(mine[1].record.release_ns, mine[0].record.done_ns);
-    assert_eq!(mine[1].record.deadline_ns - mine[1].record.release_ns, 10);
+    assert_eq!(
+        mine[1].record.deadline_ns - mine[1].record.release_ns,
+        EARLY
+    );
     assert!(
         done.iter()
             .all(|c| c.record.launch_ns <= c.record.deadline_ns)
