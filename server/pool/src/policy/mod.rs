@@ -364,7 +364,8 @@ pub struct ObjectiveConfig {
 /// next burst is due (later by how long its bursts take to reach this
 /// pool). Until then, and while a binding would come after the earliest
 /// burst, its bursts are expected to take standby pods, counted in the
-/// standby target from a pod start before they are due.
+/// standby target from a pod start before they are due, and sooner by half
+/// the spread of its regular periods, for a step whose pause was short.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RewarmConfig {

@@ -268,6 +268,13 @@ struct CallerState {
 struct Burst {
     /// Start of the caller's last burst.
     last: Instant,
+    /// The soonest the burst is prepared for: the standby pods it would
+    /// take are ready by then. Before `earliest` by half the spread of the
+    /// regular periods: a period may fall short of the shortest remembered
+    /// one (a synchronous step whose pause was short), by less the more
+    /// regular they are. Only standby pods wait for it, not bound ones.
+    early: Instant,
+    /// The soonest a pod is bound for it: the shortest remembered period.
     earliest: Instant,
     latest: Instant,
     /// When a pod held or bound for it is released if it has not come:
@@ -516,9 +523,12 @@ impl Pool {
             .max()
             .map_or(hi, |&p| u64::from(p));
         let (soonest, latest) = Self::lag(c);
+        let earliest = last + Duration::from_millis(lo + soonest);
         let burst = Burst {
             last,
-            earliest: last + Duration::from_millis(lo + soonest),
+            early: Instant::from_millis(earliest.as_millis().saturating_sub((hi - lo) / 2))
+                .max(last),
+            earliest,
             latest: last + Duration::from_millis(hi + latest),
             overdue: last + Duration::from_millis(longest.max(hi) + latest) + self.cfg.rewarm.grace,
             period_ms: lo,
@@ -578,6 +588,7 @@ impl Pool {
         let hi = (p as f64 * (1.0 + spread)) as u64 + latest;
         let burst = Burst {
             last,
+            early: last + Duration::from_millis(lo),
             earliest: last + Duration::from_millis(lo),
             latest: last + Duration::from_millis(hi),
             overdue: last + Duration::from_millis(hi) + self.cfg.rewarm.grace,
@@ -1883,9 +1894,10 @@ impl Pool {
 
     /// The shortest and longest of the caller's recent periods, if they
     /// are enough and regular. A burst comes late when its loop was held up
-    /// (a cold start, a straggler before a barrier), never much early: the
-    /// longest quarter of the periods may stray, and the bursts they predict
-    /// are not waited for.
+    /// (a cold start, a straggler before a barrier), seldom much early (a
+    /// short pause, prepared for by [`Burst::early`]): the longest quarter
+    /// of the periods may stray, and the bursts they predict are not waited
+    /// for.
     fn period(&self, c: &CallerState) -> Option<(u64, u64)> {
         let r = &self.cfg.rewarm;
         let n = c.periods.len();
@@ -1911,8 +1923,8 @@ impl Pool {
             self.rewarms.remove(&(old, id));
         }
         self.rewarms.insert((at, id));
-        if at + self.cfg.rewarm.lead > b.earliest {
-            self.expect_handover(id, b.earliest, at.min(b.latest + self.cfg.rewarm.grace));
+        if at + self.cfg.rewarm.lead > b.early {
+            self.expect_handover(id, b.early, at.min(b.latest + self.cfg.rewarm.grace));
         } else if let Some((t, _)) = c.handover_at.take() {
             self.handovers_due.remove(&(t, id));
         }
@@ -1922,7 +1934,7 @@ impl Pool {
     /// target counts it from a pod start before it is due until the latest
     /// it is expected.
     fn schedule_handover(&mut self, id: CallerId, b: Burst) {
-        self.expect_handover(id, b.earliest, b.latest + self.cfg.rewarm.grace);
+        self.expect_handover(id, b.early, b.latest + self.cfg.rewarm.grace);
     }
 
     /// Expects `caller`'s burst to start from a standby pod between `from`
@@ -2655,24 +2667,27 @@ mod tests {
     /// ended 200 ms after it came (before any pod was ready): periodic after
     /// the fourth.
     fn four_bursts(pool: &mut Pool, caller: CallerId, every_ms: u64) {
-        for i in 0..4u64 {
+        bursts_at(pool, caller, &[0, every_ms, 2 * every_ms, 3 * every_ms]);
+    }
+
+    /// Bursts of one job of `caller` at each of `starts_ms`, each ended
+    /// 200 ms after it came.
+    fn bursts_at(pool: &mut Pool, caller: CallerId, starts_ms: &[u64]) {
+        for (i, &t) in (0u64..).zip(starts_ms) {
             let req = Request::new(JobId(i), caller, TenantId(0));
-            at(pool, i * every_ms, Event::JobQueued(req));
-            at(
-                pool,
-                i * every_ms + 200,
-                Event::JobFinished { job: JobId(i) },
-            );
+            at(pool, t, Event::JobQueued(req));
+            at(pool, t + 200, Event::JobFinished { job: JobId(i) });
         }
     }
 
-    #[test]
-    fn a_burst_left_to_standby_raises_the_standby_target() {
-        let cfg = Config {
+    /// Standby sized by expected bursts: recent handovers alone are
+    /// forgotten within 10 s. A re-warm's notice is a pod start (30 s) and a
+    /// tenth, and a lead of 3 s: 36 s.
+    fn expected_bursts_alone() -> Config {
+        Config {
             standby: StandbyConfig {
                 min: 0,
                 max: 8,
-                // Recent handovers alone are forgotten within 10 s.
                 horizon: Duration::from_secs(10),
                 ..StandbyConfig::default()
             },
@@ -2681,8 +2696,37 @@ mod tests {
                 ..RewarmConfig::default()
             },
             ..Config::default()
-        };
-        let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
+        }
+    }
+
+    /// [`expected_bursts_alone`]'s re-warm notice.
+    const NOTICE: u64 = 36_000;
+
+    fn forget_rewarm(pool: &mut Pool, caller: CallerId) {
+        if let Some(t) = pool
+            .callers
+            .get_mut(&caller)
+            .and_then(|c| c.rewarm_at.take())
+        {
+            pool.rewarms.remove(&(t, caller));
+        }
+    }
+
+    /// Ticks the pool a second before `ms` and at it: the standby target
+    /// is 0, then 1. Past handovers, remembered for a period, are forgotten
+    /// first, so the expected burst alone counts. The decisions at `ms`.
+    fn standby_for_one_from(pool: &mut Pool, ms: u64) -> Vec<Decision> {
+        pool.longest_period_ms = 0;
+        at(pool, ms - 1_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 0);
+        let d = at(pool, ms, Event::Tick);
+        assert_eq!(pool.standby_target(), 1);
+        d
+    }
+
+    #[test]
+    fn a_burst_left_to_standby_raises_the_standby_target() {
+        let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
         let caller = CallerId(1);
         // Bursts of one job every 80 s (cancelled before a pod is ready):
         // periodic after the fourth.
@@ -2691,24 +2735,10 @@ mod tests {
         // a standby pod.
         let b = pool.next_burst(caller).unwrap();
         assert_eq!(b.earliest, Instant::from_millis(320_000));
-        if let Some(t) = pool
-            .callers
-            .get_mut(&caller)
-            .and_then(|c| c.rewarm_at.take())
-        {
-            pool.rewarms.remove(&(t, caller));
-        }
+        forget_rewarm(&mut pool, caller);
         pool.schedule_handover(caller, b);
         pool.check_invariants();
-        // Here the expected burst alone counts: past handovers, remembered
-        // for a period, are forgotten.
-        pool.longest_period_ms = 0;
-        // Notice: a pod start (30 s) and a tenth, and the lead (3 s).
-        let notice = 36_000;
-        at(&mut pool, 320_000 - notice - 1_000, Event::Tick);
-        assert_eq!(pool.standby_target(), 0);
-        let d = at(&mut pool, 320_000 - notice, Event::Tick);
-        assert_eq!(pool.standby_target(), 1);
+        let d = standby_for_one_from(&mut pool, 320_000 - NOTICE);
         assert!(d.iter().any(|d| matches!(
             d,
             Decision::StartPod {
@@ -2821,6 +2851,52 @@ mod tests {
         assert!(bound.iter().any(|d| matches!(d, Decision::Prewarm { .. })));
         assert!(pool.callers[&caller].handover_at.is_none());
         assert!(pool.handovers_due.is_empty());
+    }
+
+    #[test]
+    fn a_burst_is_prepared_for_as_early_as_its_periods_spread() {
+        let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
+        let caller = CallerId(1);
+        // Periods of 80, 88 and 84 s: the next burst is due from 80 s after
+        // the last (at 332 s), and is prepared for half their spread sooner.
+        bursts_at(&mut pool, caller, &[0, 80_000, 168_000, 252_000]);
+        let b = pool.next_burst(caller).unwrap();
+        assert_eq!(b.earliest, Instant::from_millis(332_000));
+        assert_eq!(b.early, Instant::from_millis(328_000));
+        forget_rewarm(&mut pool, caller);
+        // Bound in time for the earliest burst, the re-warm still leaves
+        // one before its binding to a standby pod.
+        let bind = Instant::from_millis(329_000);
+        pool.schedule_rewarm(caller, b, bind);
+        assert_eq!(pool.callers[&caller].handover_at, Some((b.early, bind)));
+        // Its standby pod starts a notice before the early burst, not
+        // before the binding.
+        let d = standby_for_one_from(&mut pool, 328_000 - NOTICE);
+        let pod = d
+            .iter()
+            .find_map(|d| match d {
+                Decision::StartPod {
+                    pod,
+                    purpose: Purpose::Standby,
+                    ..
+                } => Some(*pod),
+                _ => None,
+            })
+            .expect("a standby pod started");
+        // Up within a pod start, it is promoted for a burst 6 s before the
+        // earliest.
+        at(
+            &mut pool,
+            328_000 - NOTICE + 30_000,
+            Event::PodReady { pod },
+        );
+        let req = Request::new(JobId(9), caller, TenantId(0));
+        let d = at(&mut pool, 326_000, Event::JobQueued(req));
+        assert!(
+            d.iter()
+                .any(|d| matches!(d, Decision::Assign { pod: p, .. } if *p == pod)),
+            "{d:?}"
+        );
     }
 
     #[test]
