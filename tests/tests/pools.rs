@@ -1,6 +1,7 @@
 //! The pool policy live: standby handover and refill, warm reuse per caller,
 //! keep-alive release, tenant budgets, the pools and pod-events API and
-//! `/metrics`, on the real local runtime.
+//! `/metrics`, on the real local runtime; and the trace generator of
+//! `hearth simulate` as a filter.
 
 use std::collections::HashMap;
 
@@ -375,5 +376,34 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
     assert_eq!(
         m[r#"hearth_jobs_finished_total{profile="gpu-one",state="failed"}"#],
         1.0
+    );
+}
+
+#[test]
+fn a_generated_trace_ends_quietly_when_its_reader_has_enough() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    // Far more rows than a pipe holds: the writer is still writing when the
+    // reader goes.
+    let mut child = Command::new(bin_dir().join("hearth"))
+        .args(["simulate", "gen", "--kind", "rl", "--jobs", "1000000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hearth binary (cargo build --workspace --bins)");
+    let mut header = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut header)
+        .unwrap();
+    assert_eq!(
+        header.trim_end(),
+        "caller,seq,think_s,duration_s,profile,gpus"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -397,8 +397,12 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         // `cargo bench -p hearth-pool --bench frontier`.
         let callers = callers.unwrap_or_else(|| sim::family_callers(kind, seed));
         let jobs = jobs.unwrap_or_else(|| sim::family_jobs(kind, callers));
-        sim::generate(kind, callers, jobs, seed, out)?;
-        return Ok(());
+        // A reader that has seen enough (`| head`) ends the trace, as it
+        // would any Unix filter's output: no error.
+        return match sim::generate(kind, callers, jobs, seed, out) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => Ok(r?),
+        };
     }
     let trace = args.trace.ok_or_else(|| {
         anyhow::anyhow!("--trace FILE is required (or use `hearth simulate gen`)")
