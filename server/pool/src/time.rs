@@ -32,6 +32,11 @@ impl Instant {
     pub fn saturating_since(self, earlier: Instant) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))
     }
+
+    /// `d` before this, saturating at the epoch.
+    pub fn saturating_sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(millis(d)))
+    }
 }
 
 impl Add<Duration> for Instant {

@@ -422,16 +422,11 @@ impl Pool {
     /// and standby while idle pods are held. `None`: nothing is pending.
     pub fn next_wakeup(&self) -> Option<Instant> {
         // A re-warm is due, or its standby pod must start.
-        let notice = millis(self.rewarm_notice());
+        let notice = self.rewarm_notice();
         let rewarm = self
             .rewarms
             .iter()
-            .flat_map(|&(t, _)| {
-                [
-                    Instant::from_millis(t.as_millis().saturating_sub(notice)),
-                    t,
-                ]
-            })
+            .flat_map(|&(t, _)| [t.saturating_sub(notice), t])
             .filter(|&t| t > self.now)
             .min();
         let expiry = match (self.expiry.first().map(|&(t, _)| t), rewarm) {
@@ -526,7 +521,8 @@ impl Pool {
         let earliest = last + Duration::from_millis(lo + soonest);
         let burst = Burst {
             last,
-            early: Instant::from_millis(earliest.as_millis().saturating_sub((hi - lo) / 2))
+            early: earliest
+                .saturating_sub(Duration::from_millis((hi - lo) / 2))
                 .max(last),
             earliest,
             latest: last + Duration::from_millis(hi + latest),
@@ -586,10 +582,11 @@ impl Pool {
         let (soonest, latest) = Self::lag(c);
         let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64 + soonest;
         let hi = (p as f64 * (1.0 + spread)) as u64 + latest;
+        let earliest = last + Duration::from_millis(lo);
         let burst = Burst {
             last,
-            early: last + Duration::from_millis(lo),
-            earliest: last + Duration::from_millis(lo),
+            early: earliest,
+            earliest,
             latest: last + Duration::from_millis(hi),
             overdue: last + Duration::from_millis(hi) + self.cfg.rewarm.grace,
             period_ms: p,
@@ -1791,11 +1788,7 @@ impl Pool {
     /// or `lead` before the earliest period without one. `None`: the burst
     /// is not worth a re-warm and starts from a standby pod.
     fn bind_at(&self, caller: CallerId, b: Burst) -> Option<Instant> {
-        let earliest = Instant::from_millis(
-            b.earliest
-                .as_millis()
-                .saturating_sub(millis(self.cfg.rewarm.lead)),
-        );
+        let earliest = b.earliest.saturating_sub(self.cfg.rewarm.lead);
         let Some(p) = self
             .callers
             .get(&caller)
