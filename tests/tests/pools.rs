@@ -40,6 +40,28 @@ async fn pod_events(app: &TestApp, key: &str, pod: &str) -> (u16, Value) {
 }
 
 #[tokio::test]
+async fn a_pool_opens_with_the_standby_its_opening_burst_needs() {
+    let mut config = config();
+    config.standby_min = 0;
+    config.standby_max = 8;
+    config.standby_initial = 3;
+    let app = spawn_app_with(config).await;
+    let a = app.create_tenant("opening").await;
+    let p = eventually("three standby pods", async || {
+        let p = pool(&app, &a.key, "cpu-small").await;
+        (p["pods"]["standby"] == 3).then_some(p)
+    })
+    .await;
+    assert_eq!(p["standby_target"], 3, "{p}");
+    // The three callers it expected are handed them.
+    for caller in ["w-0", "w-1", "w-2"] {
+        let (s, job) = app.submit(&a.key, &quick(caller), Some(60.0)).await;
+        assert_eq!(s, 200, "{job}");
+        assert_eq!(job["source"], "standby", "{job}");
+    }
+}
+
+#[tokio::test]
 async fn a_job_is_served_from_standby_and_the_standby_refilled() {
     let mut config = config();
     config.standby_min = 1;

@@ -124,6 +124,11 @@ pub struct SimulateArgs {
     /// Pod limit per pool (default: none).
     #[arg(long)]
     pub max_pods: Option<u32>,
+    /// Handovers firepool expects as each pool opens (default: the pool's
+    /// callers, as always-on opens with a pod for each; 0 opens with the
+    /// standby floor alone).
+    #[arg(long)]
+    pub standby_initial: Option<u32>,
     /// Print one JSON object per policy, one per line.
     #[arg(long)]
     pub json: bool,
@@ -413,6 +418,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         warm: seconds("--warm-s", args.warm_s)?,
         gpus: args.gpus,
         max_pods: args.max_pods,
+        standby_initial: args.standby_initial,
         ..sim::SimParams::default()
     };
     let mut frontier = Vec::new();

@@ -271,6 +271,13 @@ pub struct Config {
     #[arg(long, env = "HEARTH_STANDBY_MAX", default_value_t = 64)]
     pub standby_max: u32,
 
+    /// Jobs each pool expects to find no warm pod as it opens, such as a
+    /// trainer's workers that start together (firepool): a burst of that
+    /// size counts toward the standby target (within min and max) until
+    /// the standby horizon forgets it.
+    #[arg(long, env = "HEARTH_STANDBY_INITIAL", default_value_t = 0)]
+    pub standby_initial: u32,
+
     /// Shortest keep-alive of a caller's warm pod, in seconds (firepool).
     #[arg(long, env = "HEARTH_KEEP_ALIVE_MIN_S", default_value_t = 1.0)]
     pub keep_alive_min_s: f64,
@@ -400,6 +407,7 @@ impl Config {
             kind: self.pool_policy,
             standby_min: self.standby_min,
             standby_max: self.standby_max,
+            standby_initial: self.standby_initial,
             keep_alive_min: secs("--keep-alive-min-s", self.keep_alive_min_s)?,
             keep_alive_max: secs("--keep-alive-max-s", self.keep_alive_max_s)?,
             budget_floor_gpus: gpus_ok("--pool-budget-floor-gpus", self.pool_budget_floor_gpus)?,

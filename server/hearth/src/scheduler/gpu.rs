@@ -54,6 +54,7 @@ pub struct PoolSettings {
     pub kind: Kind,
     pub standby_min: u32,
     pub standby_max: u32,
+    pub standby_initial: u32,
     pub keep_alive_min: Duration,
     pub keep_alive_max: Duration,
     pub budget_floor_gpus: Option<f64>,
@@ -93,6 +94,7 @@ impl PoolSettings {
         let mut c = hearth_pool::Config::for_profile(profile, gpus);
         c.standby.min = self.standby_min;
         c.standby.max = self.standby_max;
+        c.standby.initial = self.standby_initial;
         c.keep_alive.min = self.keep_alive_min;
         c.keep_alive.max = self.keep_alive_max;
         if self.keep_alive_min <= self.keep_alive_max {
@@ -139,6 +141,7 @@ mod tests {
             kind: Kind::Firepool,
             standby_min: 1,
             standby_max: 2,
+            standby_initial: 3,
             keep_alive_min: Duration::from_millis(100),
             keep_alive_max: Duration::from_secs(1),
             budget_floor_gpus: Some(0.5),
@@ -152,6 +155,7 @@ mod tests {
         gpu.gpus = 1;
         let c = settings.config_for(&gpu, 2).unwrap();
         assert_eq!(c.keep_alive.default, Duration::from_secs(1));
+        assert_eq!(c.standby.initial, 3);
         assert_eq!(c.gpus, 2);
         assert_eq!(c.budget.pool.floor, Shares(4));
         assert_eq!(
@@ -171,6 +175,7 @@ mod tests {
             kind: Kind::Firepool,
             standby_min: 0,
             standby_max: 0,
+            standby_initial: 0,
             keep_alive_min: Duration::from_secs(1),
             keep_alive_max: Duration::from_secs(10),
             budget_floor_gpus: None,

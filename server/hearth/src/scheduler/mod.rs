@@ -927,6 +927,7 @@ mod tests {
             kind: Kind::Firepool,
             standby_min: 0,
             standby_max: 0,
+            standby_initial: 0,
             keep_alive_min: Duration::from_secs(1),
             keep_alive_max: Duration::from_secs(10),
             budget_floor_gpus: None,

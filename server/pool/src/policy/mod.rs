@@ -283,6 +283,11 @@ pub struct StandbyConfig {
     pub min: u32,
     /// Nor rises above this many.
     pub max: u32,
+    /// Handovers the pool expects as it opens (callers that arrive together
+    /// before any has a pod, such as a trainer's workers): counted as a
+    /// burst seen at its start, they size the standby target like any
+    /// other until `horizon` forgets them.
+    pub initial: u32,
     /// What one standby pod holds.
     pub shares: Shares,
     /// Between `min` and `max`, the target is the largest number of handovers
@@ -443,6 +448,7 @@ impl Default for StandbyConfig {
         StandbyConfig {
             min: 2,
             max: 64,
+            initial: 0,
             shares: Shares(1),
             horizon: Duration::from_secs(120),
         }

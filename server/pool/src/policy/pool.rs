@@ -321,6 +321,10 @@ pub struct Pool {
     queued_pods: u32,
     arrivals: Rate,
     handovers: PeakWindow,
+    /// Handovers still expected from the opening burst
+    /// ([`StandbyConfig::initial`]): counted at the start, they are not
+    /// counted again as they come.
+    opening: u32,
     /// The longest regular period of a periodic caller here, as of the
     /// last burst: handovers are remembered at least that long, so a step's
     /// burst still sizes standby when the next step comes.
@@ -356,6 +360,12 @@ impl Pool {
             return Err(Error::Config("an always-on pool needs pods".to_owned()));
         }
         let mode = Mode::of(kind, &config);
+        let mut handovers = PeakWindow::default();
+        if mode.standby && config.standby.initial > 0 {
+            let start = millis(config.start_estimate);
+            let horizon = millis(config.standby.horizon).max(start);
+            handovers.record(Instant::ZERO, config.standby.initial, start, horizon);
+        }
         Ok(Pool {
             kind,
             mode,
@@ -376,7 +386,12 @@ impl Pool {
             counts: [0; STATE_KINDS],
             queued_pods: 0,
             arrivals: Rate::default(),
-            handovers: PeakWindow::default(),
+            handovers,
+            opening: if mode.standby {
+                config.standby.initial
+            } else {
+                0
+            },
             longest_period_ms: 0,
             start_time: StartTime::new(millis(config.start_estimate)),
             budget: None,
@@ -898,9 +913,15 @@ impl Pool {
         let notice = self.rewarm_notice();
         let expected = handover.is_some_and(|(at, until)| at <= now + notice && now <= until);
         if need > 0 {
-            if !expected {
-                self.handovers
-                    .record(now, need, self.start_time.ms(), self.standby_horizon());
+            let opening = need.min(self.opening);
+            self.opening -= opening;
+            if !expected && need > opening {
+                self.handovers.record(
+                    now,
+                    need - opening,
+                    self.start_time.ms(),
+                    self.standby_horizon(),
+                );
             }
             self.take_standby(req.job, out);
         }
@@ -2890,6 +2911,62 @@ mod tests {
                 .any(|d| matches!(d, Decision::Assign { pod: p, .. } if *p == pod)),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn a_pool_opens_ready_for_the_burst_it_expects() {
+        let cfg = Config {
+            standby: StandbyConfig {
+                initial: 4,
+                ..expected_bursts_alone().standby
+            },
+            ..Config::default()
+        };
+        let mut pool = Pool::new(Kind::Firepool, cfg.clone()).unwrap();
+        let mut standby = Vec::new();
+        for d in at(&mut pool, 0, Event::Tick) {
+            if let Decision::StartPod {
+                pod,
+                purpose: Purpose::Standby,
+                ..
+            } = d
+            {
+                standby.push(pod);
+                at(&mut pool, 0, Event::PodReady { pod });
+            }
+        }
+        assert_eq!(standby.len(), 4);
+        // The four callers it expected each take one. Counted at the
+        // start, they are not counted again: the target stays 4, not 8.
+        for i in 0..4 {
+            let req = Request::new(JobId(i), CallerId(i), TenantId(0));
+            let d = at(&mut pool, 1_000 + i, Event::JobQueued(req));
+            assert!(
+                d.iter()
+                    .any(|d| matches!(d, Decision::Assign { pod, .. } if standby.contains(pod))),
+                "{d:?}"
+            );
+        }
+        assert_eq!(pool.standby_target(), 4);
+        // A fifth is a burst of its own.
+        let req = Request::new(JobId(4), CallerId(4), TenantId(0));
+        at(&mut pool, 2_000, Event::JobQueued(req));
+        assert_eq!(pool.standby_target(), 5);
+        // The horizon forgets the opening as it would any burst.
+        at(&mut pool, 7_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 5);
+        let forgotten = 2_001 + pool.standby_horizon();
+        at(&mut pool, forgotten, Event::Tick);
+        assert_eq!(pool.standby_target(), 0);
+        // Policies without standby expect nothing.
+        let mut pool = Pool::new(
+            Kind::KeepAlive {
+                keep_alive: Duration::from_secs(60),
+            },
+            cfg,
+        )
+        .unwrap();
+        assert!(at(&mut pool, 0, Event::Tick).is_empty());
     }
 
     #[test]

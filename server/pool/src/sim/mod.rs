@@ -17,7 +17,10 @@
 //! starts or stops running jobs in another.
 //!
 //! Pools are provisioned before the trace begins: whatever a policy starts at
-//! its first tick (standby pods, the fixed pool) is ready at time 0. GPU-hours
+//! its first tick (standby pods, the fixed pool) is ready at time 0. Both
+//! policies that provision know the pool's callers: `always-on` opens with a
+//! pod for each, `firepool` expects each caller's first job as a handover
+//! ([`SimParams::standby_initial`]) and forgets them as any burst. GPU-hours
 //! are counted from time 0 to the end of the last loop.
 //!
 //! Memory follows callers and live pods, not the trace's length: one pass
@@ -107,6 +110,11 @@ pub struct SimParams {
     /// Size of `always-on` without a size. Default: one pod per caller of
     /// the pool (no caller ever waits for another's pod).
     pub always_on_size: Option<u32>,
+    /// Handovers a pool with standby (`firepool`) expects as it opens
+    /// ([`StandbyConfig::initial`](crate::policy::StandbyConfig::initial)).
+    /// Default: the pool's callers, what `always-on`'s size knows, so both
+    /// open ready for every caller's first job.
+    pub standby_initial: Option<u32>,
     /// GPUs per pod of each profile, for rows without a `gpus` value.
     pub profiles: BTreeMap<String, f64>,
 }
@@ -127,6 +135,7 @@ impl Default for SimParams {
             max_pods: None,
             standby_max: None,
             always_on_size: None,
+            standby_initial: None,
             profiles,
         }
     }
@@ -147,6 +156,7 @@ impl SimParams {
         });
         c.max_pods = self.max_pods.unwrap_or(u32::MAX);
         c.standby.max = self.standby_max.unwrap_or(info.callers).max(c.standby.min);
+        c.standby.initial = self.standby_initial.unwrap_or(info.callers);
         c
     }
 

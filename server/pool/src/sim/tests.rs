@@ -116,6 +116,32 @@ fn firepool_on_the_tiny_trace() {
 }
 
 #[test]
+fn firepool_opens_ready_for_every_caller_as_always_on_does() {
+    // Five callers open within 4 s, one job each of 10 s.
+    let mut text = String::from("caller,seq,think_s,duration_s,profile\n");
+    for c in 0..5 {
+        writeln!(text, "c{c},0,{c},10,gpu-1").unwrap();
+    }
+    let t = TempTrace::new("herd", &text);
+    let run = |initial| {
+        let params = SimParams {
+            standby_initial: initial,
+            ..SimParams::default()
+        };
+        simulate(&t.0, Kind::Firepool, &params).unwrap()
+    };
+    // By default it expects each caller's first job: all promoted.
+    let s = run(None);
+    assert_close!(s.cold_share, 0.0);
+    assert_close!(s.start_p90_s, 1.0);
+    // Without, its two standby pods go to the first two; three wait for
+    // pods started at their handovers or arrivals.
+    let s = run(Some(0));
+    assert_close!(s.cold_share, 3.0 / 5.0);
+    assert!(s.start_p90_s >= 27.0, "{}", s.start_p90_s);
+}
+
+#[test]
 fn always_on_on_the_tiny_trace() {
     let s = tiny("always-on");
     // One whole pod per caller, ready at 0 and held to the end (26.1).
@@ -330,6 +356,8 @@ fn firepool_meets_the_frontier_targets_on_both_families() {
     let members = [
         (TraceKind::AgentHeavy, 1, 60, 6_000),
         (TraceKind::AgentHeavy, 2, 90, 9_000),
+        // 157 sessions open within 10 s: always-on has a pod ready for each.
+        (TraceKind::AgentHeavy, 16, 157, 7_850),
         (TraceKind::RlMixed, 1, 16, 6_400),
         (TraceKind::RlMixed, 3, 24, 9_600),
     ];
