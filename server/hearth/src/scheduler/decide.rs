@@ -263,11 +263,16 @@ impl Scheduler {
                     },
                 );
             }
-            Decision::Reset { pod, reason } => {
+            Decision::Reset {
+                pod,
+                placement,
+                reason,
+            } => {
                 if let Some(slot) = self.record_pod(st, profile, pod, "reset", &reason) {
                     slot.tenant = None;
                     slot.wipe = true;
                     slot.phase = Phase::Ready;
+                    slot.placement = placement;
                 }
             }
             Decision::Release { pod, reason } => {

@@ -760,9 +760,16 @@ pub enum Decision {
         placement: Placement,
         reason: Reason,
     },
-    /// Wipe `pod`'s binding (it keeps its GPUs): it becomes standby. Only the
-    /// fixed-size policy does this, and only in a runtime that can prove it.
-    Reset { pod: PodId, reason: Reason },
+    /// Wipe `pod`'s binding before its next job: it becomes standby and
+    /// now holds `placement`. The fixed pool keeps its GPUs (a pod
+    /// recycled for another caller); `firepool` shrinks it to a standby
+    /// share (a warm pod kept as standby rather than released and another
+    /// started).
+    Reset {
+        pod: PodId,
+        placement: Placement,
+        reason: Reason,
+    },
     /// Stop `pod`; report `PodGone` when it is gone. Never an active pod.
     Release { pod: PodId, reason: Reason },
     /// A pod of an [`Event::PodsAdopted`], with its id and placement:
@@ -847,6 +854,15 @@ pub enum Reason {
     MakeRoom { job: JobId },
     /// More standby pods than the target.
     StandbySurplus { have: u32, target: u32 },
+    /// The caller was quiet longer than its keep-alive, and the pool had
+    /// `have` standby pods of the `target` (this caller's return counted
+    /// among them): its pod, up already, is kept as one, wiped.
+    KeptAsStandby {
+        caller: CallerId,
+        keep_alive_ms: u64,
+        have: u32,
+        target: u32,
+    },
     /// The fresh policy never reuses a pod.
     JobDone { job: JobId },
     /// A pod was started for a job that no longer needs it and nothing else
@@ -1018,6 +1034,16 @@ impl Reason {
             Reason::StandbySurplus { have, target } => {
                 format!("standby above target ({have} of {target})")
             }
+            Reason::KeptAsStandby {
+                caller,
+                keep_alive_ms,
+                have,
+                target,
+            } => format!(
+                "{} quiet past its keep-alive of {:.1} s; its pod is wiped and kept as standby ({have} of {target})",
+                c(caller),
+                s(keep_alive_ms)
+            ),
             Reason::JobDone { job } => format!("{job} done; fresh pods are not reused"),
             Reason::NotNeeded => "started pod no longer needed".to_owned(),
             Reason::Recycled { from, to } => {

@@ -739,6 +739,52 @@ impl Pool {
         out.push(Decision::Release { pod: id, reason });
     }
 
+    /// Idle warm pod `pod`'s keep-alive ran out (`expired` says how): it
+    /// is kept as a standby pod, wiped and shrunk to a standby share, when
+    /// the pool has fewer standby pods, ready or starting, than its target
+    /// (it is up now, where a refill would hold the same share through a
+    /// pod start); otherwise it is released.
+    fn retire(&mut self, pod: PodId, expired: Reason, out: &mut Vec<Decision>) {
+        let target = self.standby_target();
+        let have = self.standby.len() as u32 + self.counts[StateKind::StartingStandby as usize];
+        let Reason::KeepAliveExpired {
+            caller,
+            keep_alive_ms,
+            ..
+        } = expired
+        else {
+            return self.release(pod, expired, out);
+        };
+        if !self.mode.standby || have >= target {
+            return self.release(pod, expired, out);
+        }
+        self.detach(pod);
+        // Shrinking frees shares on the pod's own GPU, so it always fits.
+        let Some(placement) = self.resize(pod, self.standby_shares()) else {
+            self.set_state(pod, PodState::Draining);
+            return out.push(Decision::Release {
+                pod,
+                reason: expired,
+            });
+        };
+        let size = self.cfg.pod_shares;
+        if let Some(p) = self.pods.get_mut(&pod) {
+            p.size = size;
+        }
+        self.set_state(pod, PodState::Standby);
+        self.standby.insert(pod);
+        out.push(Decision::Reset {
+            pod,
+            placement,
+            reason: Reason::KeptAsStandby {
+                caller,
+                keep_alive_ms,
+                have,
+                target,
+            },
+        });
+    }
+
     fn standby_shares(&self) -> u32 {
         self.cfg.standby.shares.0.min(self.cfg.pod_shares.0)
     }
@@ -1512,11 +1558,12 @@ impl Pool {
                 self.expiry.remove(&(t, pod));
                 continue;
             };
-            let burst = self
-                .next_burst(w.caller)
-                .filter(|_| !matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. }));
+            // A pod held or bound for a burst that is now overdue: the
+            // burst is late, not known to be gone.
+            let overdue = matches!(w.basis, Basis::NextBurst { .. } | Basis::Rewarmed { .. });
+            let burst = self.next_burst(w.caller).filter(|_| !overdue);
             if burst.is_none() {
-                self.expect_return(w.caller);
+                self.expect_return(w.caller, overdue);
             }
             // A burst not worth re-warming for starts from a standby pod:
             // the pod is released as any other, and one stands by for it.
@@ -1553,7 +1600,7 @@ impl Pool {
                 keep_alive_ms: t.as_millis() - w.armed.as_millis(),
                 basis: w.basis,
             };
-            self.release(pod, reason, out);
+            self.retire(pod, reason, out);
         }
         if self.mode.budget {
             self.enforce_budget(out);
@@ -1689,6 +1736,7 @@ impl Pool {
             self.standby.insert(pod);
             out.push(Decision::Reset {
                 pod,
+                placement: self.pods[&pod].placement.clone(),
                 reason: Reason::Recycled {
                     from: w.caller,
                     to: caller,
@@ -1964,10 +2012,11 @@ impl Pool {
     }
 
     /// A caller quiet after its first burst here has no period to predict
-    /// its next one by: it is expected back within the standby horizon
-    /// (as long as its first burst's handovers are remembered), and a
-    /// standby pod waits for it meanwhile rather than its warm pod.
-    fn expect_return(&mut self, id: CallerId) {
+    /// its next one by, and one whose burst is `overdue` has outrun its
+    /// periods: either is expected back within the standby horizon (as
+    /// long as its first burst's handovers are remembered), and a standby
+    /// pod waits for it meanwhile rather than its warm pod.
+    fn expect_return(&mut self, id: CallerId, overdue: bool) {
         if !self.mode.rewarm {
             return;
         }
@@ -1975,7 +2024,7 @@ impl Pool {
             return;
         };
         if c.last_burst.is_none()
-            || c.periods.len() > 0
+            || (c.periods.len() > 0 && !overdue)
             || c.handover_at.is_some()
             || c.rewarm_at.is_some()
         {
@@ -2967,6 +3016,65 @@ mod tests {
         )
         .unwrap();
         assert!(at(&mut pool, 0, Event::Tick).is_empty());
+    }
+
+    #[test]
+    fn a_pod_past_its_keep_alive_is_kept_as_standby_when_standby_is_short() {
+        let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
+        let caller = CallerId(1);
+        // No standby: the first job starts a pod of its own.
+        let req = Request::new(JobId(0), caller, TenantId(0));
+        let pod = at(&mut pool, 0, Event::JobQueued(req))
+            .iter()
+            .find_map(|d| match d {
+                Decision::StartPod { pod, .. } => Some(*pod),
+                _ => None,
+            })
+            .unwrap();
+        at(&mut pool, 30_000, Event::PodReady { pod });
+        at(&mut pool, 31_000, Event::JobFinished { job: JobId(0) });
+        // Its keep-alive runs out. Expected back within the horizon, the
+        // caller needs a standby pod, and its own pod, up already, is one:
+        // wiped, holding a standby share; nothing started, nothing released.
+        let expiry = 31_000 + millis(pool.cfg.keep_alive.default);
+        let mut d = at(&mut pool, expiry, Event::Tick);
+        d.retain(|d| !matches!(d, Decision::Budget { .. }));
+        assert!(
+            matches!(
+                d.as_slice(),
+                [Decision::Reset {
+                    pod: p,
+                    placement,
+                    reason: Reason::KeptAsStandby { caller: c, have: 0, target: 1, .. },
+                }] if *p == pod && placement.shares() == 1 && *c == caller
+            ),
+            "{d:?}"
+        );
+        let held = pool.held();
+        assert_eq!((held.warm, held.standby), (0, 1), "{held:?}");
+        // It comes back and is handed that pod at its full size.
+        let req = Request::new(JobId(1), caller, TenantId(0));
+        let d = at(&mut pool, expiry + 2_000, Event::JobQueued(req));
+        assert!(
+            d.iter().any(|d| matches!(d, Decision::Promote { pod: p, placement, .. } if *p == pod && placement.shares() == 8)),
+            "{d:?}"
+        );
+        assert!(d.iter().any(
+            |d| matches!(d, Decision::Assign { pod: p, source: Source::Standby, .. } if *p == pod)
+        ));
+        // Standby no longer short, a pod past its keep-alive is released.
+        at(
+            &mut pool,
+            expiry + 3_000,
+            Event::JobFinished { job: JobId(1) },
+        );
+        let forgotten = expiry + 3_000 + pool.standby_horizon() + millis(pool.cfg.keep_alive.max);
+        let d = at(&mut pool, forgotten, Event::Tick);
+        assert!(
+            d.iter()
+                .any(|d| matches!(d, Decision::Release { pod: p, .. } if *p == pod)),
+            "{d:?}"
+        );
     }
 
     #[test]
