@@ -1,6 +1,7 @@
-//! The pool policy live: standby handover and refill, warm reuse per caller,
-//! keep-alive release, tenant budgets, the pools and pod-events API and
-//! `/metrics`, on the real local runtime; and the trace generator of
+//! The pool policy live: standby handover and refill, the opening burst's
+//! standby, warm reuse per caller, a pod reset for another caller wiped
+//! first, keep-alive release, tenant budgets, the pools and pod-events API
+//! and `/metrics`, on the real local runtime; and the trace generator of
 //! `hearth simulate` as a filter.
 
 use std::collections::HashMap;
@@ -59,6 +60,57 @@ async fn a_pool_opens_with_the_standby_its_opening_burst_needs() {
         assert_eq!(s, 200, "{job}");
         assert_eq!(job["source"], "standby", "{job}");
     }
+}
+
+/// A pod reset for another caller (`Decision::Reset`) is wiped before it
+/// serves them: what its last caller left in its work directory is gone.
+#[tokio::test]
+async fn a_pod_reset_for_another_caller_is_wiped_first() {
+    let mut config = config();
+    config.pool_policy = "always-on:1".parse().unwrap();
+    let app = spawn_app_with(config).await;
+    let a = app.create_tenant("reset-a").await;
+    let b = app.create_tenant("reset-b").await;
+    let leave = "open('left-behind.txt', 'w').write('secret')";
+    let look = "import os; print(os.path.exists('left-behind.txt'))";
+
+    let (s, first) = app
+        .submit(&a.key, &python_job("owner", leave), Some(60.0))
+        .await;
+    assert_eq!(s, 200, "{first}");
+    let pod = first["pods"][0].as_str().unwrap().to_owned();
+    // Its caller's next job finds the file: the pod keeps it between jobs.
+    let (_, again) = app
+        .submit(&a.key, &python_job("owner", look), Some(60.0))
+        .await;
+    assert_eq!(
+        (again["source"].as_str(), again["stdout"].as_str()),
+        (Some("warm"), Some("True\n")),
+        "{again}"
+    );
+
+    // The pool's only pod goes to another tenant's caller, wiped.
+    let (s, other) = app
+        .submit(&b.key, &python_job("stranger", look), Some(60.0))
+        .await;
+    assert_eq!(s, 200, "{other}");
+    assert_eq!(other["pods"][0], pod.as_str(), "{other}");
+    assert_eq!(other["stdout"], "False\n", "{other}");
+    // The pod's record, as the tenant it served sees it: reset for a
+    // caller it may not name.
+    let events = eventually("the reset", async || {
+        let (s, v) = pod_events(&app, &a.key, &pod).await;
+        let events = v["events"].as_array().cloned().unwrap_or_default();
+        (s == 200 && events.iter().any(|e| e["kind"] == "reset")).then_some(events)
+    })
+    .await;
+    let reset = events.iter().find(|e| e["kind"] == "reset").unwrap();
+    assert_eq!(reset["reason"]["code"], "recycled", "{reset}");
+    assert_eq!(
+        (&reset["reason"]["from"], &reset["reason"]["to"]),
+        (&json!("owner"), &Value::Null),
+        "{reset}"
+    );
 }
 
 #[tokio::test]

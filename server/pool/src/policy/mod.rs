@@ -29,6 +29,8 @@
 //!   loop. A driver that never sends it gets per-pool loops.
 //! * `Prewarm` means: this standby pod now holds the caller's full
 //!   placement and is its warm pod; its next job is assigned to it.
+//! * `Reset` means: wipe this pod before its next job; it is standby and
+//!   holds the placement the decision names.
 //!
 //! `firepool` chooses each caller's keep-alive against the pool's
 //! start-latency objective ([`ObjectiveConfig`], p90 at a warm start by
@@ -36,7 +38,9 @@
 //! `objective`), and re-warms callers whose bursts come at a regular period
 //! ahead of the next burst instead of holding their pods through the pause
 //! ([`RewarmConfig`]). Every keep-alive it releases on says how it was
-//! chosen ([`Basis`]).
+//! chosen ([`Basis`]). A pod past its keep-alive while standby is short of
+//! its target becomes a standby pod (`Reset` to a standby share) rather
+//! than being released while another starts.
 //!
 //! This module may not do I/O or read a clock; it owns no runtime handles.
 //! Pod ids are allocated here so the driver can map them to runtime pods.
