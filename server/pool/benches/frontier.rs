@@ -13,7 +13,8 @@
 //! Environment: `HEARTH_SEEDS` (comma-separated seeds or inclusive ranges
 //! such as `1..24`, default 1,2,3,4),
 //! `HEARTH_KINDS` (comma-separated, default agent-heavy,rl-mixed,rl),
-//! `HEARTH_OUT` (where traces and charts go, default the temp directory).
+//! `HEARTH_OUT` (where traces and charts go, default the temp directory),
+//! `HEARTH_COLD_START_S` (seconds a pod takes to start, default 30).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -25,7 +26,11 @@ fn main() {
     let seeds = sim::seeds(&std::env::var("HEARTH_SEEDS").unwrap_or_else(|_| "1,2,3,4".to_owned()))
         .expect("HEARTH_SEEDS");
     let out = std::env::var_os("HEARTH_OUT").map_or_else(std::env::temp_dir, PathBuf::from);
-    let params = SimParams::default();
+    let mut params = SimParams::default();
+    if let Ok(s) = std::env::var("HEARTH_COLD_START_S") {
+        let s: f64 = s.parse().expect("HEARTH_COLD_START_S");
+        params.cold_start = std::time::Duration::try_from_secs_f64(s).expect("HEARTH_COLD_START_S");
+    }
     let mut missed = 0;
     let kinds: Vec<TraceKind> = std::env::var("HEARTH_KINDS")
         .unwrap_or_else(|_| "agent-heavy,rl-mixed,rl".to_owned())
