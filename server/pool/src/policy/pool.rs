@@ -360,13 +360,7 @@ impl Pool {
             return Err(Error::Config("an always-on pool needs pods".to_owned()));
         }
         let mode = Mode::of(kind, &config);
-        let mut handovers = PeakWindow::default();
-        if mode.standby && config.standby.initial > 0 {
-            let start = millis(config.start_estimate);
-            let horizon = millis(config.standby.horizon).max(start);
-            handovers.record(Instant::ZERO, config.standby.initial, start, horizon);
-        }
-        Ok(Pool {
+        let mut pool = Pool {
             kind,
             mode,
             now: Instant::ZERO,
@@ -386,7 +380,7 @@ impl Pool {
             counts: [0; STATE_KINDS],
             queued_pods: 0,
             arrivals: Rate::default(),
-            handovers,
+            handovers: PeakWindow::default(),
             opening: if mode.standby {
                 config.standby.initial
             } else {
@@ -406,7 +400,13 @@ impl Pool {
             next_review: Instant::ZERO,
             next_sweep: Instant::ZERO + config.caller_ttl / 2,
             cfg: config,
-        })
+        };
+        if pool.opening > 0 {
+            let (start, horizon) = (pool.start_time.ms(), pool.standby_horizon());
+            pool.handovers
+                .record(Instant::ZERO, pool.opening, start, horizon);
+        }
+        Ok(pool)
     }
 
     pub fn kind(&self) -> Kind {
@@ -739,50 +739,40 @@ impl Pool {
         out.push(Decision::Release { pod: id, reason });
     }
 
-    /// Idle warm pod `pod`'s keep-alive ran out (`expired` says how): it
-    /// is kept as a standby pod, wiped and shrunk to a standby share, when
-    /// the pool has fewer standby pods, ready or starting, than its target
-    /// (it is up now, where a refill would hold the same share through a
-    /// pod start); otherwise it is released.
-    fn retire(&mut self, pod: PodId, expired: Reason, out: &mut Vec<Decision>) {
-        let target = self.standby_target();
-        let have = self.standby.len() as u32 + self.counts[StateKind::StartingStandby as usize];
-        let Reason::KeepAliveExpired {
-            caller,
-            keep_alive_ms,
-            ..
-        } = expired
-        else {
-            return self.release(pod, expired, out);
-        };
+    /// Idle warm pod `pod` (`w`) is past its keep-alive, which ran out at
+    /// `t`. It is kept as a standby pod, wiped and shrunk to a standby
+    /// share, when the pool has fewer standby pods than its target (it is
+    /// up now, where a refill would hold the same share through a pod
+    /// start); otherwise it is released.
+    fn retire(&mut self, pod: PodId, w: Warm, t: Instant, out: &mut Vec<Decision>) {
+        let keep_alive_ms = t.as_millis() - w.armed.as_millis();
+        let (have, target) = (self.standby_have(), self.standby_target());
         if !self.mode.standby || have >= target {
-            return self.release(pod, expired, out);
+            let reason = Reason::KeepAliveExpired {
+                caller: w.caller,
+                idle_ms: self.now.as_millis() - w.since.as_millis(),
+                keep_alive_ms,
+                basis: w.basis,
+            };
+            return self.release(pod, reason, out);
         }
         self.detach(pod);
-        // Shrinking frees shares on the pod's own GPU, so it always fits.
-        let Some(placement) = self.resize(pod, self.standby_shares()) else {
-            self.set_state(pod, PodState::Draining);
-            return out.push(Decision::Release {
-                pod,
-                reason: expired,
-            });
-        };
-        let size = self.cfg.pod_shares;
-        if let Some(p) = self.pods.get_mut(&pod) {
-            p.size = size;
-        }
-        self.set_state(pod, PodState::Standby);
-        self.standby.insert(pod);
+        self.unbound(pod, out);
         out.push(Decision::Reset {
             pod,
-            placement,
+            placement: self.pods[&pod].placement.clone(),
             reason: Reason::KeptAsStandby {
-                caller,
+                caller: w.caller,
                 keep_alive_ms,
                 have,
                 target,
             },
         });
+    }
+
+    /// Standby pods, ready or starting.
+    fn standby_have(&self) -> u32 {
+        self.standby.len() as u32 + self.counts[StateKind::StartingStandby as usize]
     }
 
     fn standby_shares(&self) -> u32 {
@@ -1594,13 +1584,7 @@ impl Pool {
                 }
                 self.schedule_rewarm(w.caller, b, bind_at);
             }
-            let reason = Reason::KeepAliveExpired {
-                caller: w.caller,
-                idle_ms: now.as_millis() - w.since.as_millis(),
-                keep_alive_ms: t.as_millis() - w.armed.as_millis(),
-                basis: w.basis,
-            };
-            self.retire(pod, reason, out);
+            self.retire(pod, w, t, out);
         }
         if self.mode.budget {
             self.enforce_budget(out);
@@ -2395,8 +2379,7 @@ impl Pool {
 
     fn keep_standby(&mut self, out: &mut Vec<Decision>) {
         let target = self.standby_target();
-        let starting = self.counts[StateKind::StartingStandby as usize];
-        let mut have = self.standby.len() as u32 + starting;
+        let mut have = self.standby_have();
         let share = self.standby_shares();
         while have < target {
             if self.pods.len() as u32 >= self.cfg.max_pods {
