@@ -1,5 +1,5 @@
 //! Chaos: real `hearth serve` processes under load while something breaks.
-//! The leader of two replicas is killed; PostgreSQL restarts; the state
+//! The leader of two replicas is killed; PostgreSQL crashes; the state
 //! directory's disk fills up; a pod's agent is killed mid-job. Each test
 //! asserts outcomes (no accepted job lost or finished twice, no job running
 //! twice at once, clear error codes rather than hangs or 500s, a service that
@@ -696,7 +696,7 @@ async fn killing_the_leader_under_load_loses_no_job_and_runs_none_twice_at_once(
     );
 }
 
-// ---- 2. PostgreSQL restarted under load ----------------------------------------
+// ---- 2. PostgreSQL crashed under load -------------------------------------------
 
 /// A private PostgreSQL cluster in a temporary directory, so that stopping it
 /// disturbs no other test: `initdb` (trust auth) and `pg_ctl` run as
@@ -832,10 +832,11 @@ impl PgCluster {
         self.pg_ctl(&["-w", "-t", "60", "-o", &options, "start"]);
     }
 
-    /// Stops the server the way an operator's restart does: fast mode ends
-    /// every session at once.
-    fn down(&self) {
-        self.pg_ctl(&["-w", "-t", "60", "-m", "fast", "stop"]);
+    /// Stops the server as a crash does: immediate mode ends every process
+    /// at once, without writing out what is not on disk yet (relaxed commits
+    /// among it); the next start recovers from the log.
+    fn crash(&self) {
+        self.pg_ctl(&["-w", "-t", "60", "-m", "immediate", "stop"]);
     }
 
     fn url(&self, database: &str) -> String {
@@ -872,12 +873,12 @@ impl Drop for PgCluster {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_postgres_restart_answers_503_meanwhile_and_loses_no_job() {
+async fn a_postgres_crash_answers_503_meanwhile_and_loses_no_job() {
     const CLIENTS: usize = 8;
     const ACQUIRE_TIMEOUT_S: f64 = 2.0;
     let Some(pg) = PgCluster::start() else {
         let msg = "CHAOS TEST NOT RUN: PostgreSQL's initdb/pg_ctl not found (set HEARTH_TEST_PG_BIN, \
-                   or install postgresql): the PostgreSQL-restart case needs a private cluster";
+                   or install postgresql): the PostgreSQL-crash case needs a private cluster";
         // Straight to stderr: the test harness captures `eprintln!`.
         let _ = std::io::Write::write_all(
             &mut std::io::stderr(),
@@ -907,7 +908,7 @@ async fn a_postgres_restart_answers_503_meanwhile_and_loses_no_job() {
         .await;
 
     // Down for a few seconds, under load.
-    pg.down();
+    pg.crash();
     let down = Instant::now();
     let mut health = Vec::new();
     while down.elapsed() < Duration::from_secs(4) {
@@ -1020,7 +1021,7 @@ async fn a_postgres_restart_answers_503_meanwhile_and_loses_no_job() {
     );
     assert!(svc.exited().is_none(), "the service exited");
     println!(
-        "PostgreSQL stopped for {:.1} s under {CLIENTS}-client load: {} requests sent while \
+        "PostgreSQL crashed and down for {:.1} s under {CLIENTS}-client load: {} requests sent while \
          down, {refused} refused with 503 unavailable, the slowest answered in {:.2} s \
          ({unavailable} 503s in all); /healthz {:?}; first \
          job run {:.2} s after the restart; {} jobs accepted, all final: {counts:?}; answers {:?}",

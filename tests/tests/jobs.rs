@@ -52,6 +52,46 @@ with open(os.environ["HEARTH_OUTPUT"], "w") as f:
     assert_eq!((s, logs["stdout"].as_str().unwrap()), (200, "later\n"));
 }
 
+/// A job waited for is accepted with a relaxed commit; whatever its answer,
+/// it is made durable first (the store's test shows the flush). A wait that
+/// runs out answers 202 with the job still running, a retry under the same
+/// key finds that job, and it then ends as any other.
+#[tokio::test]
+async fn a_wait_that_runs_out_answers_with_the_job_still_running() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("patient").await;
+    let job = python_job("slow", "import time\ntime.sleep(2)\nprint('done')");
+    let send = |wait: f64| {
+        app.http
+            .post(app.url(&format!("/v1/jobs?wait={wait}")))
+            .bearer_auth(&t.key)
+            .header("idempotency-key", "slow-1")
+            .json(&job)
+            .send()
+    };
+    let first = send(0.2).await.unwrap();
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    assert!(
+        ["queued", "assigned", "running"].contains(&first["state"].as_str().unwrap()),
+        "{first}"
+    );
+    let again = send(0.1).await.unwrap();
+    assert_eq!(again.status(), 202);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], first["id"]);
+    let last = send(60.0).await.unwrap();
+    assert_eq!(last.status(), 200);
+    let last: Value = last.json().await.unwrap();
+    assert_eq!(
+        (&last["id"], &last["state"], &last["stdout"]),
+        (&first["id"], &json!("succeeded"), &json!("done\n"))
+    );
+    let (s, list) = app.get(&t.key, "/v1/jobs").await;
+    assert_eq!(s, 200);
+    assert_eq!(list["jobs"].as_array().map(Vec::len), Some(1), "{list}");
+}
+
 #[tokio::test]
 async fn a_job_s_request_as_accepted_submits_the_same_job_again() {
     let app = spawn_app().await;

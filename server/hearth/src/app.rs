@@ -39,6 +39,9 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// The group commit of accepted jobs.
     pub(crate) accepts: Accepts,
+    /// The same on the relaxed pool, for jobs whose submitter waits for
+    /// their end (see [`crate::http::jobs`]).
+    pub(crate) waited_accepts: Accepts,
     /// The pools' GPU inventory.
     pub gpus: Gpus,
     /// The control endpoint's engine.
@@ -184,6 +187,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
     let gpus = Gpus::detect(config.gpus);
     tracing::info!(gpus = gpus.count, kind = gpus.label(), "GPU inventory");
     let metrics = Arc::new(Metrics::default());
+    let waited_accepts = Accepts::start(relaxed.clone(), metrics.clone());
     let scheduler = Scheduler::new(
         db.clone(),
         relaxed,
@@ -223,6 +227,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         hub,
         scheduler: scheduler.clone(),
         accepts,
+        waited_accepts,
         metrics,
         gpus,
         control: control.clone(),

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, PgPool};
+use sqlx::{ConnectOptions, Connection, PgExecutor, PgPool};
 
 pub mod budget;
 pub mod bundle;
@@ -107,16 +107,34 @@ pub async fn connect(url: &str, create: bool, size: impl Into<PoolSize>) -> Resu
 /// A second pool onto the same database whose commits do not wait for the
 /// write-ahead log to reach disk (`synchronous_commit = off`).
 ///
-/// For intermediate job transitions only (`assigned`, `running`): losing one
-/// in a crash is harmless, because a new leader treats a job that holds pods
-/// exactly like a queued one. Acceptance and final states always use the
-/// durable pool. Postgres still never corrupts or reorders: a relaxed commit is
-/// at most lost, never half-applied.
+/// For intermediate job transitions (`assigned`, `running`): losing one in a
+/// crash is harmless, because a new leader treats a job that holds pods
+/// exactly like a queued one. And for the acceptance of a job whose
+/// submitter waits for its end: nobody has been told of it yet, and the
+/// answer waits for a durable commit made after it (the job's end, or
+/// [`flush`]). Final states always use the durable pool. Postgres still
+/// never corrupts or reorders: a relaxed commit is at most lost, never
+/// half-applied, and the log reaches disk in order, so a durable commit
+/// makes every commit before it durable too.
 pub async fn connect_relaxed(url: &str, size: impl Into<PoolSize>) -> Result<PgPool> {
     let options: PgConnectOptions = url.parse()?;
     Ok(pool_options(size.into())
         .connect_with(options.options([("synchronous_commit", "off")]))
         .await?)
+}
+
+/// Waits until every commit made so far, relaxed ones included, is on disk.
+/// A durable commit waits for the log to reach disk up to its own record,
+/// and the log reaches disk in order; but Postgres makes a commit durable
+/// only if its transaction wrote to the log (taking a transaction id is not
+/// enough), so this one writes a transactional message, which only logical
+/// decoding reads. Costs one log flush.
+#[tracing::instrument(skip_all)]
+pub async fn flush(db: impl PgExecutor<'_>) -> Result<()> {
+    sqlx::query("select pg_logical_emit_message(true, 'hearth.flush', '')")
+        .execute(db)
+        .await?;
+    Ok(())
 }
 
 async fn ensure_database(options: &PgConnectOptions) -> Result<()> {

@@ -1040,3 +1040,46 @@ async fn shared_writes_are_planned_at_every_call(db: PgPool) {
         "the shared ones are not: {kept:?}"
     );
 }
+
+/// A relaxed commit is on disk once [`hearth_store::flush`] returns: the log
+/// has been flushed past the commit. Without the flush the log usually has
+/// not been yet (the log writer flushes relaxed commits in the background).
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_relaxed_commit_is_durable_after_a_flush(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let options = (*db.connect_options()).clone();
+    let relaxed = sqlx::pool::PoolOptions::<sqlx::Postgres>::new()
+        .max_connections(1)
+        .connect_with(options.options([("synchronous_commit", "off")]))
+        .await
+        .unwrap();
+    let past = |db: PgPool, lsn: String| async move {
+        sqlx::query_scalar::<_, bool>("select pg_current_wal_flush_lsn() >= $1::pg_lsn")
+            .bind(lsn)
+            .fetch_one(&db)
+            .await
+            .unwrap()
+    };
+    let mut unflushed = 0;
+    for i in 0..50 {
+        tenant::create(&relaxed, &format!("relaxed-{i}"))
+            .await
+            .unwrap();
+        // The end of the log, at or after the commit just made.
+        let lsn: String = sqlx::query_scalar("select pg_current_wal_insert_lsn()::text")
+            .fetch_one(&relaxed)
+            .await
+            .unwrap();
+        if !past(db.clone(), lsn.clone()).await {
+            unflushed += 1;
+        }
+        hearth_store::flush(&db).await.unwrap();
+        assert!(
+            past(db.clone(), lsn).await,
+            "commit {i} not on disk after the flush"
+        );
+    }
+    // The check above can fail: relaxed commits are not flushed at once.
+    assert!(unflushed > 0, "every relaxed commit was already on disk");
+    relaxed.close().await;
+}

@@ -47,7 +47,8 @@ const RECHECK: Duration = Duration::from_secs(2);
 
 /// The group commit of accepted jobs: a job accepted while another accept
 /// is being written waits for it and is inserted with the others that
-/// arrived meanwhile, in one statement and one durable commit.
+/// arrived meanwhile, in one statement and one commit (durable, or relaxed
+/// for the jobs waited for: see `answer`).
 pub(crate) type Accepts = Group<AcceptWrite>;
 
 /// Writes accepted jobs ([`hearth_store::job::insert`], `insert_many`): each
@@ -324,8 +325,14 @@ async fn create_job(
         }
         let spec_json = serde_json::to_value(&spec).map_err(|e| ApiError::Internal(e.into()))?;
         let traceparent = crate::telemetry::job_trace(&accept, &headers).map(|t| t.header());
-        let inserted = state
-            .accepts
+        // A job waited for is accepted with a relaxed commit: its answer
+        // waits for a durable one anyway (see `answer`).
+        let accepts = if wait.is_zero() {
+            &state.accepts
+        } else {
+            &state.waited_accepts
+        };
+        let inserted = accepts
             .write(NewJob {
                 job_id: Uuid::now_v7(),
                 tenant_id: tenant.tenant_id,
@@ -359,19 +366,35 @@ async fn create_job(
                 }
             });
             drop(accept);
-            if let Some(mut watch) = watch {
-                let row = wait_until(&state, &mut watch, row, deadline).await?;
+            let Some(mut watch) = watch else {
+                // Accepted with a durable commit.
                 return Ok(respond(&row));
-            }
-            row
+            };
+            let row = wait_until(&state, &mut watch, row, deadline).await?;
+            return answer(&state, &row).await;
         }
         Inserted::Existing(row) => row,
     };
     if wait.is_zero() || is_final(&row) {
-        return Ok(respond(&row));
+        return answer(&state, &row).await;
     }
     let row = wait_for(&state, tenant.tenant_id, row.job_id, wait).await?;
-    Ok(respond(&row))
+    answer(&state, &row).await
+}
+
+/// The answer to a submission of a job that may have been accepted with a
+/// relaxed commit, once the job is durable.
+///
+/// A job waited for was accepted with a relaxed commit, and an existing job
+/// found by its idempotency key may have been. A final job is durable: its
+/// end was a durable commit, made after its acceptance, and the log reaches
+/// disk in order. Any other is made durable here first, so that no 2xx
+/// tells of a job that a crash of the database could lose.
+async fn answer(state: &AppState, row: &JobRow) -> ApiResult<(StatusCode, Json<JobResponse>)> {
+    if !is_final(row) {
+        hearth_store::flush(&state.db).await?;
+    }
+    Ok(respond(row))
 }
 
 /// A job of this tenant. With `wait`, waits for it to finish like `create_job`.
