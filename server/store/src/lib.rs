@@ -86,10 +86,26 @@ impl From<u32> for PoolSize {
     }
 }
 
+/// How long a pooled connection may sit idle before it is checked (a round
+/// trip) on its way out of the pool.
+const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// sqlx checks every connection it hands out by default: a round trip before
+/// each statement of a job's way, on top of the one it makes when the
+/// connection comes back. A connection that came back within the last second
+/// passed that check then; only one idle for longer is checked again (pgx's
+/// pool does the same). One that died meanwhile fails its statement, which
+/// its caller sees as the database being unavailable, and is not pooled again.
 fn pool_options(size: PoolSize) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(size.max_connections)
         .acquire_timeout(size.acquire_timeout)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(
+                async move { Ok(meta.idle_for < CHECK_AFTER_IDLE || conn.ping().await.is_ok()) },
+            )
+        })
 }
 
 /// Connects to `url`, first creating its database when `create` is set and

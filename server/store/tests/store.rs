@@ -1083,3 +1083,26 @@ async fn a_relaxed_commit_is_durable_after_a_flush(db: PgPool) {
     assert!(unflushed > 0, "every relaxed commit was already on disk");
     relaxed.close().await;
 }
+
+/// A pooled connection is checked on its way out of the pool only after a
+/// second idle (not before every statement); one that died meanwhile is
+/// then replaced, and the statement runs on a new one.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_pooled_connection_that_died_while_idle_is_replaced(db: PgPool) {
+    use sqlx::ConnectOptions;
+    let _guard = DropOnPanic(db.clone());
+    let url = db.connect_options().to_url_lossy().to_string();
+    let pool = hearth_store::connect_relaxed(&url, 1).await.unwrap();
+    let backend = "select pg_backend_pid()";
+    let first: i32 = sqlx::query_scalar(backend).fetch_one(&pool).await.unwrap();
+    let killed: bool = sqlx::query_scalar("select pg_terminate_backend($1)")
+        .bind(first)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert!(killed);
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let second: i32 = sqlx::query_scalar(backend).fetch_one(&pool).await.unwrap();
+    assert_ne!(first, second);
+    pool.close().await;
+}
