@@ -15,6 +15,9 @@
 //!    latency (total minus the job's own run time) p50/p99, and the CPU
 //!    each job cost, from `/proc`: Postgres, the service with its clients,
 //!    the pods (agents, sandboxes, jobs) and the rest of the machine;
+//!    Beside them, what one process costs on this machine whoever starts it
+//!    (`true` spawned and reaped on its own, no sandbox): the floor under a
+//!    real process per job, which graphile-worker's jobs do not pay;
 //! 5. an agent loop of 50 sequential tool calls, each importing one extra
 //!    package from a local wheelhouse, on the caller's warm pod versus a fresh
 //!    pod per job.
@@ -453,6 +456,23 @@ async fn hearth_noop(app: &Arc<TestApp>, key: &str, clients: usize, length: Dura
     }
 }
 
+/// What one process costs on this machine, whoever starts it: `true` spawned
+/// and reaped 500 times in a row, outside any sandbox. Wall and machine CPU
+/// ms per process.
+fn process_floor() -> (f64, f64) {
+    const N: u32 = 500;
+    let cpu = CpuTime::now();
+    let start = Instant::now();
+    for _ in 0..N {
+        let status = std::process::Command::new("true")
+            .status()
+            .expect("`true` runs");
+        assert!(status.success());
+    }
+    let wall = start.elapsed().as_secs_f64() * 1000.0 / f64::from(N);
+    (wall, CpuTime::now().since(cpu).machine / f64::from(N))
+}
+
 async fn agent_loop(app: &Arc<TestApp>, key: &str, fresh: bool) -> (f64, Vec<String>) {
     let code = "import json, os, hearthbenchpkg\njson.dump({'v': hearthbenchpkg.VALUE}, open(os.environ['HEARTH_OUTPUT'], 'w'))\n";
     let start = Instant::now();
@@ -495,6 +515,11 @@ fn main() {
             "Hearth service benchmark ({} s per measurement, release build, {} cores)",
             length.as_secs_f64(),
             std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+        let (wall, cpu) = process_floor();
+        println!(
+            "a process per job: `true` spawned and reaped alone costs {cpu:.2} ms of machine CPU \
+             ({wall:.2} ms)"
         );
         println!();
         let db = hearth_store::connect(&db_url, false, 2).await.unwrap();
