@@ -245,16 +245,18 @@ fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
         percentile(&h.added_client, 0.5),
         percentile(&h.added_client, 0.99),
     );
-    let p50: Vec<String> = ["queued", "acquire", "bind", "run", "rest"]
-        .iter()
-        .zip(&h.phases)
-        .map(|(name, v)| format!("{name} {:.2}", percentile(v, 0.5)))
-        .collect();
-    println!(
-        "{clients:<8} {:<34} {}",
-        "Hearth p50 ms per phase",
-        p50.join(", ")
-    );
+    for (label, p) in [("p50", 0.5), ("p99", 0.99)] {
+        let phases: Vec<String> = ["queued", "acquire", "bind", "run", "rest"]
+            .iter()
+            .zip(&h.phases)
+            .map(|(name, v)| format!("{name} {:.2}", percentile(v, p)))
+            .collect();
+        println!(
+            "{clients:<8} {:<34} {}",
+            format!("Hearth {label} ms per phase"),
+            phases.join(", ")
+        );
+    }
     cpu_row(
         clients,
         "Hearth CPU ms per job",
