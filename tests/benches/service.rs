@@ -8,14 +8,15 @@
 //!    waiting for its completion to commit, and the CPU each job cost
 //!    (counted as Hearth's is below);
 //! 3. Hearth's own commits without Hearth: the store calls of a job's
-//!    lifecycle (insert durable, assign and start relaxed, finish durable);
+//!    lifecycle as a job submitted with `wait` makes them (insert, assign and
+//!    start relaxed, finish durable);
 //! 4. Hearth: no-op jobs (`true`, a real sandboxed process each) submitted
 //!    with `wait`, each client on its warm pod: jobs/s, the ratio to the
 //!    baseline (the figure to compare with graphile-worker's), the added
 //!    latency (total minus the job's own run time) p50/p99, and the CPU
 //!    each job cost, from `/proc`: Postgres, the service with its clients,
 //!    the pods (agents, sandboxes, jobs) and the rest of the machine;
-//!    Beside them, what one process costs on this machine whoever starts it
+//!    beside them, what one process costs on this machine whoever starts it
 //!    (`true` spawned and reaped on its own, no sandbox): the floor under a
 //!    real process per job, which graphile-worker's jobs do not pay;
 //! 5. an agent loop of 50 sequential tool calls, each importing one extra
@@ -171,10 +172,12 @@ async fn lifecycle(clients: usize, length: Duration) -> f64 {
             let caller = format!("base-{c}");
             let mut done = 0u64;
             let mut conn = durable.acquire().await.unwrap();
+            // Accepted as a job submitted with `wait` is: relaxed.
+            let mut accept = relaxed.acquire().await.unwrap();
             while start.elapsed() < length {
                 let id = Uuid::now_v7();
                 hearth_store::job::insert(
-                    &mut conn,
+                    &mut accept,
                     &NewJob {
                         job_id: id,
                         tenant_id,

@@ -1046,13 +1046,10 @@ async fn shared_writes_are_planned_at_every_call(db: PgPool) {
 /// not been yet (the log writer flushes relaxed commits in the background).
 #[sqlx::test(migrations = "../../migrations")]
 async fn a_relaxed_commit_is_durable_after_a_flush(db: PgPool) {
+    use sqlx::ConnectOptions;
     let _guard = DropOnPanic(db.clone());
-    let options = (*db.connect_options()).clone();
-    let relaxed = sqlx::pool::PoolOptions::<sqlx::Postgres>::new()
-        .max_connections(1)
-        .connect_with(options.options([("synchronous_commit", "off")]))
-        .await
-        .unwrap();
+    let url = db.connect_options().to_url_lossy().to_string();
+    let relaxed = hearth_store::connect_relaxed(&url, 1).await.unwrap();
     let past = |db: PgPool, lsn: String| async move {
         sqlx::query_scalar::<_, bool>("select pg_current_wal_flush_lsn() >= $1::pg_lsn")
             .bind(lsn)
