@@ -58,6 +58,8 @@ pub struct Agent {
     /// The last run, while a leader may still attach to it: running, or
     /// ended with its final frame not yet delivered.
     current: Mutex<Option<Current>>,
+    /// The input file as the last bind left it (see [`crate::bind::Written`]).
+    pub input: Mutex<Option<crate::bind::Written>>,
 }
 
 /// The run a leader may attach to.
@@ -112,6 +114,7 @@ impl Agent {
             token: None,
             holds: Mutex::new(Holds::default()),
             current: Mutex::new(None),
+            input: Mutex::new(None),
             disk_quota: args.disk_mib.map(|mib| DiskQuota {
                 dirs: layout_dirs,
                 bytes: mib << 20,
