@@ -107,18 +107,21 @@ fn attempt_job(caller: &str, first_s: u32) -> Value {
     )
 }
 
-/// Starts leader `a`, then follower `b`, on one database.
-async fn pair(db: &str) -> (Replica, Replica) {
+/// Starts a replica on `db` and waits until it leads.
+async fn leader(db: &str) -> Replica {
     let a = start(db, &[]).await;
-    let mut led = false;
     for _ in 0..200 {
         if a.leads().await {
-            led = true;
-            break;
+            return a;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(led, "the first replica never took the lease");
+    panic!("the first replica never took the lease");
+}
+
+/// Starts leader `a`, then follower `b`, on one database.
+async fn pair(db: &str) -> (Replica, Replica) {
+    let a = leader(db).await;
     let b = start(db, &[]).await;
     (a, b)
 }
@@ -572,4 +575,50 @@ async fn a_follower_streams_output_lines_live_and_resumes_with_the_leaders_ids()
     let leader = events_with_ids(resp, |_| false).await;
     assert_eq!(joined, leader);
     println!("through the follower: the first two lines of a running job after {first_s:.2} s");
+}
+
+/// A replica alone on its database announces nothing (nobody would hear
+/// it); one that joins says hello, and from then on the first announces its
+/// jobs' changes.
+#[tokio::test]
+async fn a_lone_replica_announces_nothing_until_another_joins() {
+    let db = fresh_database_url();
+    let a = leader(&db).await;
+    let key = a.create_tenant("alone").await;
+    let mut ear = sqlx::postgres::PgListener::connect(&db).await.unwrap();
+    ear.listen("hearth_job").await.unwrap();
+    let run = async |r: &Replica| {
+        let (s, v) = r
+            .post(&key, "/v1/jobs?wait=30", &sh_job("c", "exit 0\n"))
+            .await;
+        assert_eq!((s, &v["state"]), (200, &json!("succeeded")), "{v}");
+        v["id"].as_str().unwrap().to_owned()
+    };
+    for _ in 0..3 {
+        run(&a).await;
+    }
+    let heard = tokio::time::timeout(Duration::from_millis(1500), ear.recv()).await;
+    assert!(heard.is_err(), "a lone replica announced {heard:?}");
+
+    let b = start(&db, &[]).await;
+    let hello = tokio::time::timeout(Duration::from_secs(10), ear.recv())
+        .await
+        .expect("the new replica says hello")
+        .unwrap();
+    assert!(hello.payload().starts_with("hello "), "{}", hello.payload());
+    let id = run(&a).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = tokio::time::timeout_at(deadline.into(), ear.recv())
+            .await
+            .expect("the leader announces its jobs once another replica is there")
+            .unwrap();
+        let change: Value = serde_json::from_str(n.payload()).unwrap();
+        if change["job"] == id.as_str() && change["state"] == "succeeded" {
+            break;
+        }
+    }
+    // The follower's jobs reach the leader as before.
+    run(&b).await;
+    ear.unlisten_all().await.unwrap();
 }

@@ -20,6 +20,7 @@ use crate::control::Control;
 use crate::http::jobs::Accepts;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
+use crate::replica::Replica;
 use crate::scheduler::{Gpus, Scheduler, Settings};
 
 /// Everything a handler needs; cheap to clone.
@@ -178,11 +179,19 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         .collect();
     let profiles = Arc::new(profiles);
     let (main_pool, relaxed_pool) = config.db_pools()?;
-    let db = hearth_store::connect(&config.database_url, true, main_pool).await?;
+    let replica = Replica::new();
+    tracing::info!(replica_id = %replica.id, "replica id");
+    // Every connection carries the replica's name, so the other replicas
+    // see this one in the store (see `crate::replica`).
+    let options = config
+        .database_url
+        .parse::<sqlx::postgres::PgConnectOptions>()?
+        .application_name(&replica.pool_name());
+    let db = hearth_store::connect_with(options.clone(), true, main_pool).await?;
     for m in runtime.mechanisms().iter().filter(|m| !m.available) {
         tracing::warn!(mechanism = %m.name, detail = %m.detail, "isolation mechanism unavailable");
     }
-    let relaxed = hearth_store::connect_relaxed(&config.database_url, relaxed_pool).await?;
+    let relaxed = hearth_store::connect_relaxed_with(options, relaxed_pool).await?;
     let hub = Arc::new(Hub::default());
     let gpus = Gpus::detect(config.gpus);
     tracing::info!(gpus = gpus.count, kind = gpus.label(), "GPU inventory");
@@ -203,6 +212,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
             pools: config.pool_settings(gpus)?,
             history_step: config.pool_history_step()?,
             tracer: crate::telemetry::Tracer::current(),
+            replica,
         },
         metrics.clone(),
     )?;

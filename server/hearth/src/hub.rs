@@ -8,7 +8,8 @@
 //! and output lines, which the [`journal`] writes to the store and then
 //! publishes with their ids, and the final row, published at once. Every
 //! state change is also announced on the store's notification channel
-//! ([`hearth_store::job::CHANNEL`]); each replica's listener hands what it
+//! ([`hearth_store::job::CHANNEL`]) while another replica is there to hear
+//! it ([`crate::replica::Company`]); each replica's listener hands what it
 //! hears to [`Hub::stored`], which wakes that job's watchers there. Watchers
 //! then read the job (and its stored events) again, so a lost notification
 //! only delays them (they also read it every few seconds), and never misleads
@@ -17,8 +18,8 @@
 //! It may not touch HTTP or the scheduler.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use hearth_core::State;
@@ -29,6 +30,8 @@ use sqlx::PgPool;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 use uuid::Uuid;
+
+use crate::replica::Company;
 
 mod journal;
 
@@ -83,6 +86,8 @@ pub struct Hub {
     announcer: OnceLock<mpsc::Sender<Change>>,
     journal: OnceLock<journal::Journal>,
     dropped: AtomicU64,
+    /// Another replica said hello since the announcer last looked.
+    hello: AtomicBool,
 }
 
 impl Default for Hub {
@@ -93,6 +98,7 @@ impl Default for Hub {
             announcer: OnceLock::new(),
             journal: OnceLock::new(),
             dropped: AtomicU64::new(0),
+            hello: AtomicBool::new(false),
         }
     }
 }
@@ -102,14 +108,22 @@ impl Hub {
         self.channels.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts announcing state changes to the other replicas through `db`,
-    /// in batches off every job's path. Until then nothing is announced; a
-    /// second call changes nothing.
-    pub fn start_announcing(&self, db: PgPool) {
+    /// Starts announcing state changes through `db` to the other replicas
+    /// (while there are any: `replica_id` is this one), in batches off every
+    /// job's path. Until then nothing is announced; a second call changes
+    /// nothing.
+    pub fn start_announcing(self: &Arc<Self>, db: PgPool, replica_id: String) {
         let (tx, rx) = mpsc::channel(ANNOUNCE_CAPACITY);
         if self.announcer.set(tx).is_ok() {
-            tokio::spawn(announce(db, rx));
+            let company = Company::new(replica_id);
+            tokio::spawn(announce(Arc::downgrade(self), db, company, rx));
         }
+    }
+
+    /// Another replica started listening: announce from now on, without
+    /// waiting for the next look at who is there.
+    pub fn replica_joined(&self) {
+        self.hello.store(true, Ordering::Relaxed);
     }
 
     /// Starts writing the job events handed over ([`Hub::state`],
@@ -217,10 +231,13 @@ impl Hub {
         self.announce(change);
     }
 
-    /// Tells the other replicas that a job changed as `row` now has it (a job
-    /// accepted, a cancellation requested).
+    /// Tells this replica's watchers of the job and the other replicas that
+    /// a job changed as `row` now has it (a job accepted, a cancellation
+    /// requested).
     pub fn changed(&self, row: &JobRow) {
-        self.announce(Change::of(row));
+        let change = Change::of(row);
+        self.publish(row.job_id, JobEvent::Stored(Some(change.state)));
+        self.announce(change);
     }
 
     fn announce(&self, change: Change) {
@@ -269,10 +286,24 @@ fn is_urgent(change: &Change) -> bool {
 /// Writes announcements in batches until the hub is dropped. A batch of
 /// progress alone waits up to [`ANNOUNCE_LINGER`] for company, and goes as
 /// soon as an urgent change joins it: a short job's `running` then goes out
-/// with its end, one statement instead of two.
-async fn announce(db: PgPool, mut rx: mpsc::Receiver<Change>) {
+/// with its end, one statement instead of two. A batch nobody else would
+/// hear goes nowhere: this replica's own watchers learnt of its changes
+/// when they were handed over.
+async fn announce(
+    hub: Weak<Hub>,
+    db: PgPool,
+    mut company: Company,
+    mut rx: mpsc::Receiver<Change>,
+) {
     let mut batch = Vec::with_capacity(ANNOUNCE_BATCH);
     while rx.recv_many(&mut batch, ANNOUNCE_BATCH).await > 0 {
+        let hello = hub
+            .upgrade()
+            .is_some_and(|hub| hub.hello.swap(false, Ordering::Relaxed));
+        if !company.present(&db, hello).await {
+            batch.clear();
+            continue;
+        }
         let deadline = Instant::now() + ANNOUNCE_LINGER;
         while batch.len() < ANNOUNCE_BATCH && !batch.iter().any(is_urgent) {
             let room = ANNOUNCE_BATCH - batch.len();

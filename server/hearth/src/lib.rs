@@ -4,6 +4,7 @@
 //! Layout: [`config`] (flags and environment), [`app`] (state, router, serve),
 //! [`http`] (one module per resource), [`auth`] (API keys, JWTs, admin token),
 //! [`scheduler`] (drives the pool policy, runs jobs), [`hub`] (live job events),
+//! [`replica`] (this replica among those sharing the database),
 //! [`control`] (the ready-cohort control engine), [`metrics`] (Prometheus),
 //! [`telemetry`] (OpenTelemetry traces), [`error`] (the HTTP error table).
 
@@ -18,6 +19,7 @@ mod group;
 pub mod http;
 pub mod hub;
 pub mod metrics;
+pub mod replica;
 pub mod scheduler;
 pub mod telemetry;
 

@@ -877,6 +877,19 @@ pub async fn announce(db: impl PgExecutor<'_>, changes: &[Change]) -> Result<()>
     Ok(())
 }
 
+/// Sends one notification on [`CHANNEL`] that is not a [`Change`] (a
+/// replica's hello), outside any transaction of the caller's.
+pub async fn notify(db: impl PgExecutor<'_>, payload: &str) -> Result<()> {
+    sqlx::query_scalar!(
+        r#"select pg_notify($1, $2) is null as "sent!""#,
+        CHANNEL,
+        payload
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(())
+}
+
 /// A tenant's jobs of one profile, state and source, accepted in a window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UsageRow {

@@ -111,7 +111,16 @@ fn pool_options(size: PoolSize) -> PgPoolOptions {
 /// Connects to `url`, first creating its database when `create` is set and
 /// it does not exist, then applies the migrations.
 pub async fn connect(url: &str, create: bool, size: impl Into<PoolSize>) -> Result<PgPool> {
-    let options: PgConnectOptions = url.parse()?;
+    connect_with(url.parse()?, create, size).await
+}
+
+/// [`connect`] with options of the caller's (a service names its
+/// connections after itself).
+pub async fn connect_with(
+    options: PgConnectOptions,
+    create: bool,
+    size: impl Into<PoolSize>,
+) -> Result<PgPool> {
     if create {
         ensure_database(&options).await?;
     }
@@ -133,7 +142,14 @@ pub async fn connect(url: &str, create: bool, size: impl Into<PoolSize>) -> Resu
 /// half-applied, and the log reaches disk in order, so a durable commit
 /// makes every commit before it durable too.
 pub async fn connect_relaxed(url: &str, size: impl Into<PoolSize>) -> Result<PgPool> {
-    let options: PgConnectOptions = url.parse()?;
+    connect_relaxed_with(url.parse()?, size).await
+}
+
+/// [`connect_relaxed`] with options of the caller's.
+pub async fn connect_relaxed_with(
+    options: PgConnectOptions,
+    size: impl Into<PoolSize>,
+) -> Result<PgPool> {
     Ok(pool_options(size.into())
         .connect_with(options.options([("synchronous_commit", "off")]))
         .await?)

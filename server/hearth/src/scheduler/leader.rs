@@ -4,51 +4,14 @@
 //! (pickup, budgets, lease checks), step down when the lease is lost, and
 //! drain at shutdown.
 //!
-//! The leader names its lease connection after itself (`application_name`),
-//! so any replica finds the leader from the lock itself (`pg_locks` joined
+//! The leader names its lease connection after itself (`application_name`,
+//! see [`crate::replica`]), so any replica finds the leader from the lock itself (`pg_locks` joined
 //! with `pg_stat_activity`): the answer is never older than the lock, and
 //! there is no record to go stale when a leader dies.
 
 use std::time::Duration;
 
 use super::*;
-
-/// Prefix of a lease connection's `application_name`.
-const NAME_PREFIX: &str = "hearth-leader";
-
-/// This replica, as others see it when it leads.
-#[derive(Debug, Clone)]
-pub(super) struct Replica {
-    /// Random, new at every start (`hearth serve` logs it).
-    pub(super) id: String,
-    pub(super) host: String,
-}
-
-impl Replica {
-    pub(super) fn new() -> Replica {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "unknown".to_owned());
-        Replica {
-            id: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
-            host,
-        }
-    }
-
-    /// The lease connection's `application_name`: Postgres keeps 63 bytes,
-    /// so a long host name is cut, never the id.
-    fn application_name(&self) -> String {
-        let mut name = format!("{NAME_PREFIX} {} {}", self.id, self.host);
-        let mut end = name.len().min(63);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        name.truncate(end);
-        name
-    }
-}
 
 /// Which replica leads, as the replica answering sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,17 +24,10 @@ pub struct Leader {
     pub host: Option<String>,
 }
 
-/// The replica a lease connection's `application_name` names.
-fn parse_name(name: &str) -> Option<(String, String)> {
-    let rest = name.strip_prefix(NAME_PREFIX)?.strip_prefix(' ')?;
-    let (id, host) = rest.split_once(' ').unwrap_or((rest, ""));
-    Some((id.to_owned(), host.to_owned()))
-}
-
 impl Scheduler {
     /// This replica's id.
     pub fn replica_id(&self) -> &str {
-        &self.inner.replica.id
+        &self.inner.settings.replica.id
     }
 
     /// Whether this replica schedules now.
@@ -85,8 +41,8 @@ impl Scheduler {
         if self.is_leading() {
             return Ok(Leader {
                 is_self: true,
-                replica_id: Some(self.inner.replica.id.clone()),
-                host: Some(self.inner.replica.host.clone()),
+                replica_id: Some(self.inner.settings.replica.id.clone()),
+                host: Some(self.inner.settings.replica.host.clone()),
             });
         }
         // A bigint advisory key is split into two 32-bit halves.
@@ -104,7 +60,7 @@ impl Scheduler {
         .fetch_optional(&self.inner.db)
         .await
         .map_err(hearth_store::Error::from)?;
-        let named = name.as_deref().and_then(parse_name);
+        let named = name.as_deref().and_then(crate::replica::parse_lease_name);
         Ok(Leader {
             is_self: false,
             replica_id: named.as_ref().map(|(id, _)| id.clone()),
@@ -134,7 +90,7 @@ impl Scheduler {
                 // that holds the lock back to the pool.
                 if let Err(e) = sqlx::query_scalar!(
                     r#"select set_config('application_name', $1, false) as "name!""#,
-                    self.inner.replica.application_name()
+                    self.inner.settings.replica.lease_name()
                 )
                 .fetch_one(&mut *conn)
                 .await
@@ -145,7 +101,7 @@ impl Scheduler {
             };
             match attempt.await {
                 Ok(Some(conn)) => {
-                    tracing::info!(replica_id = %self.inner.replica.id, "scheduler lease acquired");
+                    tracing::info!(replica_id = %self.inner.settings.replica.id, "scheduler lease acquired");
                     return Some(conn.detach());
                 }
                 Ok(None) if !waiting_logged => {
@@ -230,8 +186,11 @@ impl Scheduler {
         };
         // A new epoch before anything else: from its commit on, the last
         // leader's agent requests and job writes are refused.
-        let epoch = match hearth_store::leadership::take_over(&mut lease, &self.inner.replica.id)
-            .await
+        let epoch = match hearth_store::leadership::take_over(
+            &mut lease,
+            &self.inner.settings.replica.id,
+        )
+        .await
         {
             Ok(epoch) => epoch,
             Err(e) => {
@@ -514,28 +473,5 @@ impl Scheduler {
             a.abort();
         }
         aborts.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lease_names_carry_the_replica_and_fit_postgres() {
-        let r = Replica {
-            id: "0123456789ab".to_owned(),
-            host: "h".repeat(80),
-        };
-        let name = r.application_name();
-        assert_eq!(name.len(), 63);
-        let (id, host) = parse_name(&name).unwrap();
-        assert_eq!(id, "0123456789ab");
-        assert!(host.starts_with("hhh"));
-        assert_eq!(
-            parse_name("hearth-leader abc web-1"),
-            Some(("abc".to_owned(), "web-1".to_owned()))
-        );
-        assert_eq!(parse_name("psql"), None);
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! Notifications are hints: when the connection drops, everything announced
 //! meanwhile is lost, so every watcher reads its job again and the leader
-//! scans the store.
+//! scans the store. A replica says hello when it starts listening, so that
+//! the others, which announce nothing while alone, start at once.
 
 use std::time::Duration;
 
@@ -32,10 +33,23 @@ impl Scheduler {
             };
             // Whatever was announced before listening began is unheard.
             self.missed_changes();
+            // The others announce only while someone else is there to hear.
+            let hello = self.inner.settings.replica.hello();
+            if let Err(e) = hearth_store::job::notify(&mut listener, &hello).await {
+                tracing::warn!(error = %e, "saying hello to the other replicas failed; they hear of this one within a second");
+            }
             loop {
                 match listener.try_recv().await {
                     Ok(Some(n)) => match Change::parse(n.payload()) {
                         Some(change) => self.changed(&change),
+                        None if self
+                            .inner
+                            .settings
+                            .replica
+                            .is_hello_from_another(n.payload()) =>
+                        {
+                            self.inner.hub.replica_joined();
+                        }
                         None => tracing::debug!(payload = n.payload(), "unknown job change"),
                     },
                     // The connection dropped and is back: changes were lost.

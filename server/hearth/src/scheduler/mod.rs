@@ -71,6 +71,7 @@ use uuid::Uuid;
 
 use crate::hub::Hub;
 use crate::metrics::{Metrics, PoolGauges};
+use crate::replica::Replica;
 
 pub use leader::Leader;
 
@@ -123,6 +124,8 @@ pub struct Settings {
     pub history_step: Duration,
     /// Writes the spans of each job's phases (off without trace export).
     pub tracer: crate::telemetry::Tracer,
+    /// Who this replica is, as the others see it.
+    pub replica: Replica,
 }
 
 /// A job waiting for pods.
@@ -431,8 +434,6 @@ struct Inner {
     epoch: Instant,
     state: Mutex<State>,
     wake: Notify,
-    /// Who this replica is, as other replicas see it when it leads.
-    replica: leader::Replica,
     /// The leadership epoch this replica took the lease with (0 before):
     /// carried on every agent request and every write of a job's progress.
     leadership: AtomicI64,
@@ -498,13 +499,11 @@ impl Scheduler {
     ) -> anyhow::Result<Self> {
         let pools = build_pools(&profiles, &settings)?;
         // State changes reach the other replicas through the store.
-        hub.start_announcing(db.clone());
+        hub.start_announcing(db.clone(), settings.replica.id.clone());
         // Job events (states, output lines) are written in batches, relaxed
         // like the intermediate transitions: the durable commit of a job's
         // end, which waits for them, makes them durable too.
         hub.start_journal(relaxed.clone());
-        let replica = leader::Replica::new();
-        tracing::info!(replica_id = %replica.id, "replica id");
         Ok(Scheduler {
             inner: Arc::new(Inner {
                 recorder: record::Recorder::start(db.clone()),
@@ -523,7 +522,6 @@ impl Scheduler {
                     ..State::default()
                 }),
                 wake: Notify::new(),
-                replica,
                 job_tasks: AtomicUsize::new(0),
                 leadership: AtomicI64::new(0),
                 next_task: AtomicU64::new(0),
