@@ -9,11 +9,17 @@
 //!
 //! A shared write that fails is retried for each item on its own (off the
 //! writer), so an item the database refuses fails only its own job.
+//!
+//! The writer keeps its connection from one write to the next while writes
+//! wait for it (at most [`HOLD`] in a row), rather than handing it back to
+//! the pool in between: the pool checks every connection that comes back
+//! with a round trip to the database.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, Span};
 
@@ -21,6 +27,9 @@ use crate::metrics::Metrics;
 
 /// Items shared by one write at most.
 const BATCH: usize = 256;
+/// Writes in a row on one connection before the writer hands it back to the
+/// pool, so that others waiting for one get their turn.
+const HOLD: usize = 16;
 
 /// One kind of write, alone and shared.
 pub(crate) trait Write: Send + Sync + 'static {
@@ -32,14 +41,14 @@ pub(crate) trait Write: Send + Sync + 'static {
 
     /// Performs the write of one item on its own.
     fn one(
-        db: &PgPool,
+        conn: &mut PgConnection,
         item: &Self::Item,
     ) -> impl Future<Output = Result<Self::Out, hearth_store::Error>> + Send;
 
     /// Performs the writes of `items` together; the outcome of each, in
     /// their order. All or none of them are written.
     fn many(
-        db: &PgPool,
+        conn: &mut PgConnection,
         items: &[Self::Item],
     ) -> impl Future<Output = Result<Vec<Self::Out>, hearth_store::Error>> + Send;
 }
@@ -84,40 +93,191 @@ async fn run<W: Write>(
     metrics: Arc<Metrics>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
+    // The connection of the last write and how many writes in a row it made.
+    let mut held: Option<(PoolConnection<Postgres>, usize)> = None;
     while rx.recv_many(&mut batch, BATCH).await > 0 {
-        if batch.len() == 1 {
-            if let Some((item, reply, span)) = batch.pop() {
-                let _ = reply.send(W::one(&db, &item).instrument(span).await);
-                metrics.jobs_written(W::NAME, 1);
-            }
+        let (mut conn, made) = match held.take() {
+            Some(held) => held,
+            None => match db.acquire().await {
+                Ok(conn) => (conn, 0),
+                Err(e) => {
+                    for (_, reply, _) in batch.drain(..) {
+                        let _ = reply.send(Err(unavailable(&e).into()));
+                    }
+                    continue;
+                }
+            },
+        };
+        if !write::<W>(&mut conn, &db, &metrics, &mut batch).await {
+            // The connection goes back to the pool, which checks it.
             continue;
         }
-        let shared = tracing::info_span!("group.write", write = W::NAME, items = batch.len());
-        let mut items = Vec::with_capacity(batch.len());
-        let mut replies = Vec::with_capacity(batch.len());
-        for (item, reply, span) in batch.drain(..) {
-            shared.follows_from(&span);
-            items.push(item);
-            replies.push((reply, span));
+        if made + 1 < HOLD && !rx.is_empty() {
+            held = Some((conn, made + 1));
         }
-        match W::many(&db, &items).instrument(shared).await {
-            Ok(outs) => {
-                metrics.jobs_written(W::NAME, items.len());
-                for ((reply, _), out) in replies.into_iter().zip(outs) {
-                    let _ = reply.send(Ok(out));
-                }
+    }
+}
+
+/// Performs the writes of `batch` (emptied) on `conn`; whether they were
+/// all written (a failed shared write is retried for each item alone, off
+/// the writer).
+async fn write<W: Write>(
+    conn: &mut PgConnection,
+    db: &PgPool,
+    metrics: &Arc<Metrics>,
+    batch: &mut Vec<Handed<W>>,
+) -> bool {
+    if batch.len() == 1 {
+        let Some((item, reply, span)) = batch.pop() else {
+            return true;
+        };
+        let out = W::one(conn, &item).instrument(span).await;
+        let ok = out.is_ok();
+        let _ = reply.send(out);
+        metrics.jobs_written(W::NAME, 1);
+        return ok;
+    }
+    let shared = tracing::info_span!("group.write", write = W::NAME, items = batch.len());
+    let mut items = Vec::with_capacity(batch.len());
+    let mut replies = Vec::with_capacity(batch.len());
+    for (item, reply, span) in batch.drain(..) {
+        shared.follows_from(&span);
+        items.push(item);
+        replies.push((reply, span));
+    }
+    match W::many(conn, &items).instrument(shared).await {
+        Ok(outs) => {
+            metrics.jobs_written(W::NAME, items.len());
+            for ((reply, _), out) in replies.into_iter().zip(outs) {
+                let _ = reply.send(Ok(out));
             }
-            Err(e) => {
-                tracing::warn!(items = items.len(), error = %e, "a shared write failed; writing each alone");
-                let db = db.clone();
-                let metrics = Arc::clone(&metrics);
-                tokio::spawn(async move {
-                    for (item, (reply, span)) in items.iter().zip(replies) {
-                        let _ = reply.send(W::one(&db, item).instrument(span).await);
-                        metrics.jobs_written(W::NAME, 1);
+            true
+        }
+        Err(e) => {
+            tracing::warn!(items = items.len(), error = %e, "a shared write failed; writing each alone");
+            let handed = items
+                .into_iter()
+                .zip(replies)
+                .map(|(item, (reply, span))| (item, reply, span));
+            alone::<W>(db, metrics, handed);
+            false
+        }
+    }
+}
+
+/// The error of a connection the pool could not give, for each of the
+/// writes it fails (an error cannot be cloned): the service is unavailable.
+fn unavailable(e: &sqlx::Error) -> sqlx::Error {
+    match e {
+        sqlx::Error::PoolTimedOut => sqlx::Error::PoolTimedOut,
+        sqlx::Error::PoolClosed => sqlx::Error::PoolClosed,
+        e => sqlx::Error::Io(std::io::Error::other(e.to_string())),
+    }
+}
+
+/// Performs each write on its own, in order, off the writer.
+fn alone<W: Write>(db: &PgPool, metrics: &Arc<Metrics>, handed: impl Iterator<Item = Handed<W>>) {
+    let handed: Vec<Handed<W>> = handed.collect();
+    let db = db.clone();
+    let metrics = Arc::clone(metrics);
+    tokio::spawn(async move {
+        for (item, reply, span) in handed {
+            let out = async {
+                let mut conn = db.acquire().await?;
+                W::one(&mut conn, &item).await
+            }
+            .instrument(span)
+            .await;
+            let _ = reply.send(out);
+            metrics.jobs_written(W::NAME, 1);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sqlx::postgres::PgPoolOptions;
+
+    use super::*;
+
+    /// Asks the database which session it is, after a pause of `.0` ms.
+    struct Pid;
+
+    impl Write for Pid {
+        type Item = u32;
+        type Out = i32;
+        const NAME: &'static str = "pid";
+
+        async fn one(conn: &mut PgConnection, ms: &u32) -> Result<i32, hearth_store::Error> {
+            let pid =
+                sqlx::query_scalar("select pg_backend_pid() from pg_sleep($1::float8 / 1000)")
+                    .bind(f64::from(*ms))
+                    .fetch_one(conn)
+                    .await?;
+            Ok(pid)
+        }
+
+        async fn many(
+            conn: &mut PgConnection,
+            items: &[u32],
+        ) -> Result<Vec<i32>, hearth_store::Error> {
+            let pid = Self::one(conn, items.iter().max().unwrap_or(&0)).await?;
+            Ok(vec![pid; items.len()])
+        }
+    }
+
+    /// A busy writer keeps its connection between writes, yet hands it back
+    /// often enough that others get it, and at once when it goes idle.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn a_busy_writer_keeps_its_connection_but_shares_it(pool: PgPool) {
+        let one = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with((*pool.connect_options()).clone())
+            .await
+            .unwrap();
+        let group = Arc::new(Group::<Pid>::start(one.clone(), Arc::default()));
+        // Writes handed over without pause keep the writer busy.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flood = tokio::spawn({
+            let (group, stop) = (Arc::clone(&group), Arc::clone(&stop));
+            async move {
+                let mut writes = tokio::task::JoinSet::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for _ in 0..16 {
+                        let group = Arc::clone(&group);
+                        writes.spawn(async move { group.write(3).await.unwrap() });
                     }
-                });
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                writes.join_all().await
             }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for _ in 0..3 {
+            let mut conn = tokio::time::timeout(Duration::from_secs(5), one.acquire())
+                .await
+                .expect("a busy writer hands its connection back now and then")
+                .unwrap();
+            sqlx::query("select 1").execute(&mut *conn).await.unwrap();
+            drop(conn);
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let pids = flood.await.unwrap();
+        assert!(pids.len() > 10, "{} writes", pids.len());
+        // Idle, the writer holds nothing (the pool's check of a returned
+        // connection takes a moment).
+        let mut idle = false;
+        for _ in 0..100 {
+            if one.num_idle() == 1 {
+                idle = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(idle, "an idle writer keeps its connection");
+        one.close().await;
     }
 }

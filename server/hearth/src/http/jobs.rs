@@ -15,7 +15,7 @@ use hearth_core::validate::{self, CreateJob, Invalid};
 use hearth_store::job::{Cancel, Filter, Inserted, JobRow, NewJob};
 use hearth_store::job_event::Body;
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -62,16 +62,17 @@ impl Write for AcceptWrite {
     type Out = Result<Inserted, hearth_store::Error>;
     const NAME: &'static str = "accept";
 
-    async fn one(db: &PgPool, job: &NewJob) -> Result<Self::Out, hearth_store::Error> {
-        let mut conn = db.acquire().await?;
-        Ok(hearth_store::job::insert(&mut conn, job).await)
+    async fn one(conn: &mut PgConnection, job: &NewJob) -> Result<Self::Out, hearth_store::Error> {
+        Ok(hearth_store::job::insert(conn, job).await)
     }
 
     /// One statement: it writes all of them or none (a key's reuse writes
     /// nothing and is read after).
-    async fn many(db: &PgPool, jobs: &[NewJob]) -> Result<Vec<Self::Out>, hearth_store::Error> {
-        let mut conn = db.acquire().await?;
-        hearth_store::job::insert_many(&mut conn, jobs).await
+    async fn many(
+        conn: &mut PgConnection,
+        jobs: &[NewJob],
+    ) -> Result<Vec<Self::Out>, hearth_store::Error> {
+        hearth_store::job::insert_many(conn, jobs).await
     }
 }
 
@@ -935,6 +936,8 @@ async fn get_job_request(
 
 #[cfg(test)]
 mod tests {
+    use sqlx::PgPool;
+
     use super::*;
 
     /// Accepts handed over together are inserted together, each as an

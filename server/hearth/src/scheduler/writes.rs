@@ -34,12 +34,15 @@ impl Write for EndWrite {
     type Out = Option<JobRow>;
     const NAME: &'static str = "end";
 
-    async fn one(db: &PgPool, end: &End) -> Stored {
-        store_one(db, end.epoch, end.job_id, &end.finish).await
+    async fn one(conn: &mut PgConnection, end: &End) -> Stored {
+        store_one(conn, end.epoch, end.job_id, &end.finish).await
     }
 
-    async fn many(db: &PgPool, ends: &[End]) -> Result<Vec<Option<JobRow>>, hearth_store::Error> {
-        let mut rows = store_shared(db, ends).await?;
+    async fn many(
+        conn: &mut PgConnection,
+        ends: &[End],
+    ) -> Result<Vec<Option<JobRow>>, hearth_store::Error> {
+        let mut rows = store_shared(conn, ends).await?;
         Ok(ends.iter().map(|e| rows.remove(&e.job_id)).collect())
     }
 }
@@ -54,7 +57,7 @@ pub(super) async fn store_end(
     finish: &Arc<Finish>,
 ) -> Stored {
     if finish.full_logs.is_some() {
-        return store_one(db, epoch, job_id, finish).await;
+        return store_one(&mut *db.acquire().await?, epoch, job_id, finish).await;
     }
     ends.write(End {
         epoch,
@@ -84,18 +87,21 @@ impl Write for AssignWrite {
     type Out = Option<i32>;
     const NAME: &'static str = "assignment";
 
-    async fn one(db: &PgPool, a: &Assignment) -> Result<Option<i32>, hearth_store::Error> {
+    async fn one(
+        conn: &mut PgConnection,
+        a: &Assignment,
+    ) -> Result<Option<i32>, hearth_store::Error> {
         let Assign {
             job_id,
             source,
             pods,
             queued_ms,
         } = &a.assign;
-        hearth_store::job::assign_attempt(db, a.epoch, *job_id, *source, pods, *queued_ms).await
+        hearth_store::job::assign_attempt(conn, a.epoch, *job_id, *source, pods, *queued_ms).await
     }
 
     async fn many(
-        db: &PgPool,
+        conn: &mut PgConnection,
         items: &[Assignment],
     ) -> Result<Vec<Option<i32>>, hearth_store::Error> {
         let groups = by_epoch(items, |a| a.epoch, |a| &a.assign);
@@ -103,7 +109,7 @@ impl Write for AssignWrite {
         let write = async |conn: &mut PgConnection, epoch, group: &[&Assign]| {
             hearth_store::job::assign_many(conn, epoch, group).await
         };
-        let mut attempts: HashMap<Uuid, i32> = in_one_commit(db, &groups, one_statement, write)
+        let mut attempts: HashMap<Uuid, i32> = in_one_commit(conn, &groups, one_statement, write)
             .await?
             .into_iter()
             .collect();
@@ -117,7 +123,7 @@ impl Write for AssignWrite {
 /// Stores `ends` in one statement per leadership epoch and final state (in
 /// one transaction when there are several); the rows stored, by job.
 async fn store_shared(
-    db: &PgPool,
+    conn: &mut PgConnection,
     ends: &[End],
 ) -> Result<HashMap<Uuid, JobRow>, hearth_store::Error> {
     let groups = by_epoch(ends, |e| e.epoch, |e| (e.job_id, &*e.finish));
@@ -125,7 +131,7 @@ async fn store_shared(
     let write = async |conn: &mut PgConnection, epoch, group: &[(Uuid, &Finish)]| {
         hearth_store::job::finish_many(conn, epoch, group).await
     };
-    let rows = in_one_commit(db, &groups, groups.len() == 1 && one_state, write).await?;
+    let rows = in_one_commit(conn, &groups, groups.len() == 1 && one_state, write).await?;
     Ok(rows.into_iter().map(|r| (r.job_id, r)).collect())
 }
 
@@ -151,16 +157,15 @@ fn by_epoch<'a, T, V>(
 /// that is `one_statement`, else in one transaction, so that all or none of
 /// them are written.
 async fn in_one_commit<V, R>(
-    db: &PgPool,
+    conn: &mut PgConnection,
     groups: &[(i64, Vec<V>)],
     one_statement: bool,
     write: impl AsyncFn(&mut PgConnection, i64, &[V]) -> Result<Vec<R>, hearth_store::Error>,
 ) -> Result<Vec<R>, hearth_store::Error> {
-    let mut conn = db.acquire().await?;
     if let ([(epoch, group)], true) = (groups, one_statement) {
-        return write(&mut conn, *epoch, group).await;
+        return write(conn, *epoch, group).await;
     }
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let mut tx = sqlx::Connection::begin(conn).await?;
     let mut out = Vec::new();
     for (epoch, group) in groups {
         out.extend(write(&mut tx, *epoch, group).await?);
@@ -170,12 +175,11 @@ async fn in_one_commit<V, R>(
 }
 
 /// Stores the end of one job (with its full logs in the same transaction).
-async fn store_one(db: &PgPool, epoch: i64, job_id: Uuid, finish: &Finish) -> Stored {
-    let mut conn = db.acquire().await?;
+async fn store_one(conn: &mut PgConnection, epoch: i64, job_id: Uuid, finish: &Finish) -> Stored {
     if finish.full_logs.is_none() {
-        return hearth_store::job::finish(&mut conn, epoch, job_id, finish).await;
+        return hearth_store::job::finish(conn, epoch, job_id, finish).await;
     }
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let mut tx = sqlx::Connection::begin(conn).await?;
     let row = hearth_store::job::finish(&mut tx, epoch, job_id, finish).await?;
     tx.commit().await?;
     Ok(row)
