@@ -11,9 +11,9 @@
 //! writer), so an item the database refuses fails only its own job.
 //!
 //! The writer keeps its connection from one write to the next while writes
-//! wait for it (at most [`HOLD`] in a row), rather than handing it back to
-//! the pool in between: the pool checks every connection that comes back
-//! with a round trip to the database.
+//! wait for it ([`Kept`]), rather than handing it back to the pool in
+//! between: the pool checks every connection that comes back with a round
+//! trip to the database.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -87,34 +87,63 @@ impl<W: Write> Group<W> {
     }
 }
 
+/// The connection of a background writer, kept from one write to the next
+/// while more writes wait for it ([`HOLD`] in a row at most, so that others
+/// waiting for one get their turn), and handed back to the pool when the
+/// writer goes idle or a write fails (the pool checks a returned connection
+/// with a round trip, and closes a broken one).
+#[derive(Debug)]
+struct Kept {
+    db: PgPool,
+    /// The connection and how many writes in a row it made.
+    conn: Option<(PoolConnection<Postgres>, usize)>,
+}
+
+impl Kept {
+    fn new(db: PgPool) -> Kept {
+        Kept { db, conn: None }
+    }
+
+    /// The connection for the next write: the kept one, else one from the
+    /// pool.
+    async fn get(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
+        let (conn, _) = match self.conn.take() {
+            Some(kept) => self.conn.insert(kept),
+            None => self.conn.insert((self.db.acquire().await?, 0)),
+        };
+        Ok(&mut **conn)
+    }
+
+    /// After a write: keeps the connection if the write went well and
+    /// `more` writes wait, else hands it back.
+    fn done(&mut self, ok: bool, more: bool) {
+        match self.conn.take() {
+            Some((conn, made)) if ok && more && made + 1 < HOLD => {
+                self.conn = Some((conn, made + 1));
+            }
+            _ => {}
+        }
+    }
+}
+
 async fn run<W: Write>(
     db: PgPool,
     mut rx: mpsc::UnboundedReceiver<Handed<W>>,
     metrics: Arc<Metrics>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
-    // The connection of the last write and how many writes in a row it made.
-    let mut held: Option<(PoolConnection<Postgres>, usize)> = None;
+    let mut kept = Kept::new(db.clone());
     while rx.recv_many(&mut batch, BATCH).await > 0 {
-        let (mut conn, made) = match held.take() {
-            Some(held) => held,
-            None => match db.acquire().await {
-                Ok(conn) => (conn, 0),
-                Err(e) => {
-                    for (_, reply, _) in batch.drain(..) {
-                        let _ = reply.send(Err(unavailable(&e).into()));
-                    }
-                    continue;
+        let ok = match kept.get().await {
+            Ok(conn) => write::<W>(conn, &db, &metrics, &mut batch).await,
+            Err(e) => {
+                for (_, reply, _) in batch.drain(..) {
+                    let _ = reply.send(Err(unavailable(&e).into()));
                 }
-            },
+                false
+            }
         };
-        if !write::<W>(&mut conn, &db, &metrics, &mut batch).await {
-            // The connection goes back to the pool, which checks it.
-            continue;
-        }
-        if made + 1 < HOLD && !rx.is_empty() {
-            held = Some((conn, made + 1));
-        }
+        kept.done(ok, !rx.is_empty());
     }
 }
 
