@@ -277,11 +277,18 @@ pub struct Filter {
 /// A tenant's jobs, newest first.
 #[tracing::instrument(skip(db))]
 pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Result<Vec<JobRow>> {
+    // No index covers `state` (see the `job_hot_updates` migration): a
+    // state filter also names what the indexes cover, an unfinished job
+    // or how a job ended.
+    let unfinished = f.state.filter(|s| !s.is_terminal()).map(|_| true);
+    let outcome = f.state.filter(|s| s.is_terminal());
     Ok(job_rows!(
         "select",
         "from job
          where tenant_id = $1
            and ($2::text is null or state = $2)
+           and ($12::bool is null or unfinished = $12)
+           and ($13::text is null or outcome = $13)
            and ($3::text is null or kind = $3)
            and ($4::text is null or caller = $4)
            and ($5::text is null or profile = $5)
@@ -303,6 +310,8 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
         f.id_to,
         f.created_after,
         f.created_before,
+        unfinished,
+        outcome as _,
     )
     .fetch_all(db)
     .await?)
@@ -314,7 +323,7 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
 pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
     Ok(job_rows!(
         "select",
-        "from job where state in ('queued', 'assigned', 'running')
+        "from job where unfinished
          order by priority desc, job_id"
     )
     .fetch_all(db)
@@ -328,7 +337,7 @@ pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
 pub async fn queued_after(db: impl PgExecutor<'_>, after: Uuid) -> Result<Vec<JobRow>> {
     Ok(job_rows!(
         "select",
-        "from job where state = 'queued' and job_id > $1 order by job_id",
+        "from job where unfinished and state = 'queued' and job_id > $1 order by job_id",
         after
     )
     .fetch_all(db)
@@ -340,7 +349,7 @@ pub async fn queued_after(db: impl PgExecutor<'_>, after: Uuid) -> Result<Vec<Jo
 #[tracing::instrument(skip(db))]
 pub async fn queued_ids(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
     Ok(
-        sqlx::query_scalar!("select job_id from job where state = 'queued'")
+        sqlx::query_scalar!("select job_id from job where unfinished and state = 'queued'")
             .fetch_all(db)
             .await?,
     )
@@ -364,7 +373,8 @@ pub async fn queued_by_ids(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<
 #[tracing::instrument(skip(db))]
 pub async fn cancel_requested(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
     Ok(sqlx::query_scalar!(
-        "select job_id from job where state in ('assigned', 'running') and cancel_requested"
+        "select job_id from job
+         where unfinished and state in ('assigned', 'running') and cancel_requested"
     )
     .fetch_all(db)
     .await?)

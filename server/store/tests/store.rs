@@ -1103,3 +1103,113 @@ async fn a_pooled_connection_that_died_while_idle_is_replaced(db: PgPool) {
     assert_ne!(first, second);
     pool.close().await;
 }
+
+/// A job's way to its end changes no indexed column: its `assigned` and
+/// `running` transitions are heap-only updates (no index entries, the new
+/// version on the same page). The scheduler's scans and the listing of a
+/// tenant's jobs by state use the indexes that cover what does change once,
+/// at the end.
+#[sqlx::test(migrations = "../../migrations")]
+async fn transitions_before_the_end_write_no_index_entries(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let defs: Vec<String> =
+        sqlx::query_scalar("select indexdef from pg_indexes where tablename = 'job'")
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    for def in &defs {
+        let words = def.split(|c: char| !c.is_alphanumeric() && c != '_');
+        assert!(!words.into_iter().any(|w| w == "state"), "{def}");
+    }
+    // A few unfinished jobs and many newer finished ones, so that the
+    // planner knows which are few and a scan of the newest finds none.
+    let open = jobs_of(&db, t.tenant_id, &[false, true, true]).await;
+    let ended = jobs_of(&db, t.tenant_id, &[true; 200]).await;
+    let mut conn = db.acquire().await.unwrap();
+    for id in &ended {
+        let end = Finish::new(State::Succeeded);
+        assert!(
+            job::finish(&mut conn, 0, *id, &end)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    sqlx::query("analyze job")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+
+    // Counters of this session not yet reported: within a transaction they
+    // only grow.
+    let mut tx = db.begin().await.unwrap();
+    let hot = "select pg_stat_get_xact_tuples_hot_updated('job'::regclass)";
+    let hot_before = count(&mut tx, hot).await;
+    assert!(job::start(&mut *tx, 0, open[1], 1.0, 1.0).await.unwrap());
+    let Inserted::New(row) = job::insert(&mut tx, &new_job(t.tenant_id, &json!({}), None, None))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(
+        job::assign(&mut *tx, 0, row.job_id, Source::Warm, &["p".into()], 1.0)
+            .await
+            .unwrap()
+    );
+    assert!(job::start(&mut *tx, 0, row.job_id, 1.0, 1.0).await.unwrap());
+    assert_eq!(
+        count(&mut tx, hot).await - hot_before,
+        3,
+        "assigned and running (twice)"
+    );
+
+    // Plans as on a big table: no sequential scans.
+    sqlx::query("set local enable_seqscan = off")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let scans = |index: &str| format!("select pg_stat_get_xact_numscans('{index}'::regclass)");
+    let mut before = std::collections::HashMap::new();
+    for index in [
+        "job_unfinished_idx",
+        "job_tenant_unfinished_idx",
+        "job_tenant_outcome_idx",
+    ] {
+        before.insert(index, count(&mut tx, &scans(index)).await);
+    }
+    let scanned = async |tx: &mut sqlx::PgConnection, index: &str| {
+        count(tx, &scans(index)).await > before[index]
+    };
+    let queued = job::queued_ids(&mut *tx).await.unwrap();
+    assert_eq!(queued, [open[0]]);
+    assert!(scanned(&mut tx, "job_unfinished_idx").await);
+    let by_state = async |tx: &mut sqlx::PgConnection, state| {
+        let filter = Filter {
+            state: Some(state),
+            limit: 10,
+            ..Filter::default()
+        };
+        job::list(tx, t.tenant_id, &filter).await.unwrap().len()
+    };
+    let queued_scans = count(&mut tx, &scans("job_unfinished_idx")).await;
+    assert_eq!(by_state(&mut tx, State::Running).await, 2);
+    // Either index of unfinished jobs, as the planner sees fit.
+    assert!(
+        scanned(&mut tx, "job_tenant_unfinished_idx").await
+            || count(&mut tx, &scans("job_unfinished_idx")).await > queued_scans
+    );
+    assert_eq!(by_state(&mut tx, State::Succeeded).await, 10);
+    assert_eq!(by_state(&mut tx, State::Failed).await, 0);
+    assert!(scanned(&mut tx, "job_tenant_outcome_idx").await);
+    tx.rollback().await.unwrap();
+}
+
+/// What a statement that counts answers.
+async fn count(conn: &mut sqlx::PgConnection, what: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(what.to_owned()))
+        .fetch_one(conn)
+        .await
+        .unwrap()
+}
