@@ -187,7 +187,8 @@ async fn write<W: Write>(
             let handed = items
                 .into_iter()
                 .zip(replies)
-                .map(|(item, (reply, span))| (item, reply, span));
+                .map(|(item, (reply, span))| (item, reply, span))
+                .collect();
             alone::<W>(db, metrics, handed);
             false
         }
@@ -205,8 +206,7 @@ fn unavailable(e: &sqlx::Error) -> sqlx::Error {
 }
 
 /// Performs each write on its own, in order, off the writer.
-fn alone<W: Write>(db: &PgPool, metrics: &Arc<Metrics>, handed: impl Iterator<Item = Handed<W>>) {
-    let handed: Vec<Handed<W>> = handed.collect();
+fn alone<W: Write>(db: &PgPool, metrics: &Arc<Metrics>, handed: Vec<Handed<W>>) {
     let db = db.clone();
     let metrics = Arc::clone(metrics);
     tokio::spawn(async move {

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use hearth_core::State;
@@ -86,8 +86,9 @@ pub struct Hub {
     announcer: OnceLock<mpsc::Sender<Change>>,
     journal: OnceLock<journal::Journal>,
     dropped: AtomicU64,
-    /// Another replica said hello since the announcer last looked.
-    hello: AtomicBool,
+    /// Another replica said hello since the announcer last looked (shared
+    /// with it).
+    hello: Arc<AtomicBool>,
 }
 
 impl Default for Hub {
@@ -98,7 +99,7 @@ impl Default for Hub {
             announcer: OnceLock::new(),
             journal: OnceLock::new(),
             dropped: AtomicU64::new(0),
-            hello: AtomicBool::new(false),
+            hello: Arc::default(),
         }
     }
 }
@@ -112,11 +113,11 @@ impl Hub {
     /// (while there are any: `replica_id` is this one), in batches off every
     /// job's path. Until then nothing is announced; a second call changes
     /// nothing.
-    pub fn start_announcing(self: &Arc<Self>, db: PgPool, replica_id: String) {
+    pub fn start_announcing(&self, db: PgPool, replica_id: String) {
         let (tx, rx) = mpsc::channel(ANNOUNCE_CAPACITY);
         if self.announcer.set(tx).is_ok() {
             let company = Company::new(replica_id);
-            tokio::spawn(announce(Arc::downgrade(self), db, company, rx));
+            tokio::spawn(announce(Arc::clone(&self.hello), db, company, rx));
         }
     }
 
@@ -290,17 +291,17 @@ fn is_urgent(change: &Change) -> bool {
 /// hear goes nowhere: this replica's own watchers learnt of its changes
 /// when they were handed over.
 async fn announce(
-    hub: Weak<Hub>,
+    hello: Arc<AtomicBool>,
     db: PgPool,
     mut company: Company,
     mut rx: mpsc::Receiver<Change>,
 ) {
     let mut batch = Vec::with_capacity(ANNOUNCE_BATCH);
     while rx.recv_many(&mut batch, ANNOUNCE_BATCH).await > 0 {
-        let hello = hub
-            .upgrade()
-            .is_some_and(|hub| hub.hello.swap(false, Ordering::Relaxed));
-        if !company.present(&db, hello).await {
+        if !company
+            .present(&db, hello.swap(false, Ordering::Relaxed))
+            .await
+        {
             batch.clear();
             continue;
         }

@@ -5,9 +5,10 @@
 //! drain at shutdown.
 //!
 //! The leader names its lease connection after itself (`application_name`,
-//! see [`crate::replica`]), so any replica finds the leader from the lock itself (`pg_locks` joined
-//! with `pg_stat_activity`): the answer is never older than the lock, and
-//! there is no record to go stale when a leader dies.
+//! see [`crate::replica`]), so any replica finds the leader from the lock
+//! itself (`pg_locks` joined with `pg_stat_activity`): the answer is never
+//! older than the lock, and there is no record to go stale when a leader
+//! dies.
 
 use std::time::Duration;
 

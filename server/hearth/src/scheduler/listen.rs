@@ -34,7 +34,8 @@ impl Scheduler {
             // Whatever was announced before listening began is unheard.
             self.missed_changes();
             // The others announce only while someone else is there to hear.
-            let hello = self.inner.settings.replica.hello();
+            let replica = &self.inner.settings.replica;
+            let hello = replica.hello();
             if let Err(e) = hearth_store::job::notify(&mut listener, &hello).await {
                 tracing::warn!(error = %e, "saying hello to the other replicas failed; they hear of this one within a second");
             }
@@ -42,14 +43,11 @@ impl Scheduler {
                 match listener.try_recv().await {
                     Ok(Some(n)) => match Change::parse(n.payload()) {
                         Some(change) => self.changed(&change),
-                        None if self
-                            .inner
-                            .settings
-                            .replica
-                            .is_hello_from_another(n.payload()) =>
-                        {
+                        None if replica.is_hello_from_another(n.payload()) => {
                             self.inner.hub.replica_joined();
                         }
+                        // Its own hello, heard like any other notification.
+                        None if n.payload() == hello => {}
                         None => tracing::debug!(payload = n.payload(), "unknown job change"),
                     },
                     // The connection dropped and is back: changes were lost.
