@@ -70,6 +70,18 @@ describe("components", () => {
     expect(root.querySelectorAll(".log-line")).toHaveLength(3);
   });
 
+  it("LogView steps to the next match on an Enter pressed as soon as the count shows", async () => {
+    const lines = ["tick 1", "tick 2"].map((line, id) => ({ id, stream: "stdout" as const, rank: 0, line }));
+    root = await mount(<LogView lines={lines} live={true} />);
+    const search = root.querySelector<HTMLInputElement>("input[type=search]")!;
+    // No act(): the page renders as a browser would, its effects after paint.
+    type(search, "tick");
+    while (text(root, ".match-count") !== "1 of 2 matches") await new Promise((r) => setTimeout(r, 0));
+    search.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    await new Promise((r) => setTimeout(r, 250));
+    expect(text(root, ".match-count")).toBe("2 of 2 matches");
+  });
+
   it("DataTable moves between rows with the keyboard and opens with Enter", async () => {
     const opened: string[] = [];
     root = await mount(

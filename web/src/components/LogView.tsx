@@ -4,7 +4,7 @@
  * the matching lines shown. Follows the tail while scrolled to the bottom.
  */
 
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 
 import type { OutputLine } from "../tail.js";
 
@@ -41,6 +41,9 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
   const [query, setQuery] = useState("");
   const [onlyMatches, setOnlyMatches] = useState(false);
   const [stream, setStream] = useState<StreamFilter>("all");
+  // The match stepped to, reset in the same handler that changes the query or
+  // the stream: an effect would run after paint and could undo an Enter
+  // pressed just after typing.
   const [current, setCurrent] = useState(0);
   const box = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
@@ -50,16 +53,16 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
   const hitSet = useMemo(() => new Set(hits), [hits]);
   const visible = onlyMatches && query !== "" ? hits.map((i) => ({ i, l: shown[i]! })) : shown.map((l, i) => ({ i, l }));
 
-  useEffect(() => setCurrent(0), [query, stream]);
-
   useLayoutEffect(() => {
     const el = box.current;
     if (el && live && atBottom.current && query === "") el.scrollTop = el.scrollHeight;
   }, [lines.length, live, query]);
 
+  const at = Math.min(current, Math.max(hits.length - 1, 0));
+
   const go = (delta: number) => {
     if (hits.length === 0) return;
-    const next = (current + delta + hits.length) % hits.length;
+    const next = (at + delta + hits.length) % hits.length;
     setCurrent(next);
     const el = box.current?.querySelector(`[data-index="${hits[next]}"]`);
     el?.scrollIntoView({ block: "nearest" });
@@ -74,7 +77,10 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
             type="search"
             value={query}
             placeholder="text in a line"
-            onInput={(e) => setQuery(e.currentTarget.value)}
+            onInput={(e) => {
+              setQuery(e.currentTarget.value);
+              setCurrent(0);
+            }}
             onKeyDown={(e) => {
               if (e.key === "Enter") {
                 e.preventDefault();
@@ -84,7 +90,7 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
           />
         </label>
         <span class="match-count" role="status" aria-live="polite">
-          {query === "" ? "" : hits.length === 0 ? "no matches" : `${current + 1} of ${hits.length} matches`}
+          {query === "" ? "" : hits.length === 0 ? "no matches" : `${at + 1} of ${hits.length} matches`}
         </span>
         <button type="button" onClick={() => go(-1)} disabled={hits.length === 0} aria-label="Previous match">
           ↑
@@ -98,7 +104,10 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
         </label>
         <label>
           Stream{" "}
-          <select value={stream} onChange={(e) => setStream(e.currentTarget.value as StreamFilter)}>
+          <select value={stream} onChange={(e) => {
+              setStream(e.currentTarget.value as StreamFilter);
+              setCurrent(0);
+            }}>
             <option value="all">stdout and stderr</option>
             <option value="stdout">stdout</option>
             <option value="stderr">stderr</option>
@@ -123,7 +132,7 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
           <div
             key={`${l.stream}-${l.id}`}
             data-index={i}
-            class={`log-line ${l.stream}${hitSet.has(i) ? " hit" : ""}${hits[current] === i ? " current" : ""}`}
+            class={`log-line ${l.stream}${hitSet.has(i) ? " hit" : ""}${hits[at] === i ? " current" : ""}`}
           >
             <span class="log-stream" aria-hidden="true">
               {l.stream === "stderr" ? "err" : "out"}
