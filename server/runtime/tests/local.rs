@@ -341,6 +341,13 @@ async fn programs_are_found_on_the_jobs_path_and_stdin_arrives_whole() {
         assert_eq!(lines(&frames, Stream::Stdout), [want], "{frames:?}");
         assert_eq!(exit_of(&frames).code, Some(0));
     }
+    // A job that never reads its input, larger than a pipe holds, ends as it
+    // would anyway: nothing waits on input it left unread.
+    let mut run = job(&["sh", "-c", "echo unread; exit 3"]);
+    run.input = json!("z".repeat(200_000));
+    let frames = run_all(&pod, run).await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["unread"], "{frames:?}");
+    assert_eq!(exit_of(&frames).code, Some(3), "{frames:?}");
 
     // A directory early on PATH whose entry of that name is not executable
     // is passed over for the next one's.
