@@ -598,6 +598,11 @@ impl Exchange {
 
 /// Binds the listener and serves forever.
 pub fn serve(args: &Args) -> io::Result<()> {
+    // The parent to outlive no longer than, read before anything that takes
+    // time: read by the watcher thread, it could already be init's pid when
+    // the parent died while the agent was starting, and the agent would then
+    // never notice that it is gone.
+    let parent = std::os::unix::process::parent_id();
     let mut agent = Agent::new(args)?;
     if let Listen::Tcp(_) = &args.listen {
         // Over TCP anything on the network could connect: work is accepted
@@ -617,7 +622,7 @@ pub fn serve(args: &Args) -> io::Result<()> {
         let root = args.root.clone();
         std::thread::Builder::new()
             .name("parent-watch".into())
-            .spawn(move || watch_parent(&agent, &root))?;
+            .spawn(move || watch_parent(&agent, &root, parent))?;
     }
     let sandbox = agent.sandbox.kind().name();
     agent.prewarm();
@@ -657,12 +662,11 @@ pub fn serve(args: &Args) -> io::Result<()> {
     Ok(())
 }
 
-/// Exits once the parent process is gone, so a killed service leaves nothing
-/// behind: the running jobs are killed, and the pod's cgroups and directory
-/// removed.
+/// Exits once the parent process (pid `parent`) is gone, so a killed service
+/// leaves nothing behind: the running jobs are killed, and the pod's cgroups
+/// and directory removed.
 #[expect(clippy::exit, reason = "the agent must end from this watcher thread")]
-fn watch_parent(agent: &Agent, root: &std::path::Path) {
-    let parent = std::os::unix::process::parent_id();
+fn watch_parent(agent: &Agent, root: &std::path::Path, parent: u32) {
     loop {
         std::thread::sleep(Duration::from_millis(200));
         if std::os::unix::process::parent_id() != parent {

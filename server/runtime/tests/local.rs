@@ -1491,11 +1491,16 @@ async fn an_orphaned_agent_removes_its_services_scope_once_no_service_holds_it()
 /// command line names the cgroup) to end, and for the cgroup to be gone.
 async fn orphan_cleanup_done(cgroup: &Path) {
     let named = cgroup.display().to_string();
+    // The remover may still be starting or retrying on a loaded machine:
+    // what counts is that the cgroup goes, and the remover with it.
+    assert!(
+        eventually(Duration::from_secs(20), || !cgroup.exists()).await,
+        "the pod's cgroup stays"
+    );
     assert!(
         eventually(Duration::from_secs(15), || processes_with(&named) == 0).await,
         "the cgroup remover did not end"
     );
-    assert!(!cgroup.exists(), "the pod's cgroup stays");
 }
 
 #[tokio::test]
