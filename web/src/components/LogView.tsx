@@ -104,10 +104,13 @@ export function LogView({ lines, live, note }: { lines: OutputLine[]; live: bool
         </label>
         <label>
           Stream{" "}
-          <select value={stream} onChange={(e) => {
+          <select
+            value={stream}
+            onChange={(e) => {
               setStream(e.currentTarget.value as StreamFilter);
               setCurrent(0);
-            }}>
+            }}
+          >
             <option value="all">stdout and stderr</option>
             <option value="stdout">stdout</option>
             <option value="stderr">stderr</option>
