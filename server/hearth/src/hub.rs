@@ -169,7 +169,22 @@ impl Hub {
     /// A state the scheduler of leadership `epoch` recorded for a job (not a
     /// final one: see [`Hub::done`]): once it is among the job's stored
     /// events, its watchers here hear it and the other replicas are told.
+    /// A re-queued job's `queued` is written at once: it may be assigned,
+    /// and end, on another replica.
     pub fn state(&self, epoch: i64, job_id: Uuid, tenant_id: Uuid, state: State) {
+        self.record_state(epoch, job_id, tenant_id, state, state == State::Queued);
+    }
+
+    /// A job started running. Its `running` is written at once when the job
+    /// runs `alone` here, while it runs, so that its end finds nothing left to
+    /// write; beside other jobs it waits for their company (their ends, or
+    /// the writer's linger), and the events of jobs running together cost one
+    /// insert rather than one each.
+    pub fn running(&self, epoch: i64, job_id: Uuid, tenant_id: Uuid, alone: bool) {
+        self.record_state(epoch, job_id, tenant_id, State::Running, alone);
+    }
+
+    fn record_state(&self, epoch: i64, job_id: Uuid, tenant_id: Uuid, state: State, now: bool) {
         let Some(journal) = self.journal.get() else {
             self.announce(Change {
                 job_id,
@@ -179,12 +194,15 @@ impl Hub {
             });
             return;
         };
-        journal.send(NewJobEvent {
-            tenant_id,
-            job_id,
-            epoch,
-            body: Body::State(state),
-        });
+        journal.send(
+            NewJobEvent {
+                tenant_id,
+                job_id,
+                epoch,
+                body: Body::State(state),
+            },
+            now,
+        );
     }
 
     /// A line a job printed, as the scheduler of leadership `epoch` received
@@ -200,16 +218,19 @@ impl Hub {
         line: String,
     ) {
         if let Some(journal) = self.journal.get() {
-            journal.send(NewJobEvent {
-                tenant_id,
-                job_id,
-                epoch,
-                body: Body::Output {
-                    stream,
-                    rank: i32::try_from(rank).unwrap_or(i32::MAX),
-                    line,
+            journal.send(
+                NewJobEvent {
+                    tenant_id,
+                    job_id,
+                    epoch,
+                    body: Body::Output {
+                        stream,
+                        rank: i32::try_from(rank).unwrap_or(i32::MAX),
+                        line,
+                    },
                 },
-            });
+                false,
+            );
         }
     }
 

@@ -7,13 +7,15 @@
 //! it is on.
 //!
 //! A batch waits up to [`LINGER`] for company, so that a chatty job costs a
-//! few inserts and announcements a second rather than one per line, and a
-//! short job's `assigned` and `running` go in one insert. It is written at
-//! once when it holds a state that a job's end may soon follow (`running`,
-//! `queued`), so that the end rarely finds any of its job's events
-//! unwritten, or when someone waits for it ([`Journal::flush`]: a job's end
-//! is recorded only once its events are stored, so a stream that sees the
-//! end has seen every event). What waits to be written is bounded by the jobs
+//! few inserts and announcements a second rather than one per line, and the
+//! `assigned` and `running` of jobs that run side by side go in one insert.
+//! It is written at once when someone waits for it ([`Journal::flush`]: a
+//! job's end is recorded only once its events are stored, so a stream that
+//! sees the end has seen every event), and then takes every job's events
+//! with it: the first of several jobs ending together writes the others'
+//! events too, and their ends find nothing left to wait for. It is written
+//! at once, too, when it holds an event its sender marked so (see
+//! [`super::Hub::running`]). What waits to be written is bounded by the jobs
 //! running here: each run hands over at most the log limit of output per
 //! stream.
 
@@ -42,7 +44,9 @@ const BATCH_BYTES: usize = 4 << 20;
 const TRIES: u32 = 4;
 
 pub(super) enum Entry {
-    Event(NewJobEvent),
+    /// An event, and whether its batch is written at once rather than
+    /// waiting for company.
+    Event(NewJobEvent, bool),
     /// Answered once every event handed over before it is written (or dropped).
     Flush(oneshot::Sender<()>),
 }
@@ -66,10 +70,12 @@ impl Journal {
         Journal { tx, unwritten }
     }
 
-    pub(super) fn send(&self, event: NewJobEvent) {
+    /// Hands `event` over; with `now`, its batch is written without waiting
+    /// for company.
+    pub(super) fn send(&self, event: NewJobEvent, now: bool) {
         *lock(&self.unwritten).entry(event.job_id).or_default() += 1;
         // The writer outlives every sender.
-        let _ = self.tx.send(Entry::Event(event));
+        let _ = self.tx.send(Entry::Event(event, now));
     }
 
     /// Waits until every event of `job_id` handed over so far is written, at
@@ -109,7 +115,7 @@ async fn write(
         loop {
             now |= pending[seen..].iter().any(|e| match e {
                 Entry::Flush(_) => true,
-                Entry::Event(e) => matches!(e.body, Body::State(s) if s != State::Assigned),
+                Entry::Event(_, now) => *now,
             });
             seen = pending.len();
             if !open || now || pending.len() >= BATCH {
@@ -126,7 +132,7 @@ async fn write(
             if take == BATCH || (take > 0 && bytes >= BATCH_BYTES) {
                 break;
             }
-            if let Entry::Event(e) = e {
+            if let Entry::Event(e, _) = e {
                 bytes += e.body.size();
             }
             take += 1;
@@ -141,7 +147,7 @@ async fn write_batch(hub: &Weak<Hub>, db: &PgPool, unwritten: &Unwritten, batch:
     let mut flushes = Vec::new();
     for e in batch {
         match e {
-            Entry::Event(e) => events.push(e),
+            Entry::Event(e, _) => events.push(e),
             Entry::Flush(tx) => flushes.push(tx),
         }
     }

@@ -678,9 +678,9 @@ impl Scheduler {
                                 let trace = job.trace.as_ref().filter(|t| t.is_sampled()).map(|t| t.trace_id());
                                 self.inner.metrics.job_started(&placement.profile, placement.source, start_s, trace);
                                 // The job's events say it runs before its
-                                // first line, and the event is written while
-                                // it runs (its end waits for its events).
-                                self.inner.hub.state(self.epoch(), job.job_id, job.tenant_id, State::Running);
+                                // first line (its end waits for its events).
+                                let alone = self.state().jobs.len() <= 1;
+                                self.inner.hub.running(self.epoch(), job.job_id, job.tenant_id, alone);
                                 // Off the frame loop: the job's lines and end
                                 // need not wait for the row; the end waits
                                 // for it below, so states stay in order. A
