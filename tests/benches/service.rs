@@ -26,7 +26,8 @@
 //! Run: `cargo build --release --bins && cargo bench -p hearth-tests --bench service`
 //! (`HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
 //! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_PEERS=0`
-//! measures Hearth alone, for profiling; `HEARTH_DB_RELAXED_CONNECTIONS` sizes
+//! measures Hearth alone, for profiling, and `HEARTH_BENCH_LOOP=0` leaves out
+//! the agent loop; `HEARTH_DB_RELAXED_CONNECTIONS` sizes
 //! the service's pool for intermediate transitions, default 2). Without pgbench or node the rows
 //! they fill say why.
 
@@ -598,6 +599,9 @@ fn main() {
              run_ms as the service records them, and its rtt - run the client's round trip minus run_ms)"
         );
         println!();
+        if std::env::var("HEARTH_BENCH_LOOP").is_ok_and(|v| v == "0") {
+            return;
+        }
 
         let (warm_s, warm_sources) = agent_loop(&app, &t.key, false).await;
         let (fresh_s, fresh_sources) = agent_loop(&app, &t.key, true).await;

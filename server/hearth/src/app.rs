@@ -178,7 +178,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         .map(|p| (p.name.clone(), p))
         .collect();
     let profiles = Arc::new(profiles);
-    let (main_pool, relaxed_pool) = config.db_pools()?;
+    let pools = config.db_pools()?;
     let replica = Replica::new();
     tracing::info!(replica_id = %replica.id, "replica id");
     // Every connection carries the replica's name, so the other replicas
@@ -187,19 +187,23 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         .database_url
         .parse::<sqlx::postgres::PgConnectOptions>()?
         .application_name(&replica.pool_name());
-    let db = hearth_store::connect_with(options.clone(), true, main_pool).await?;
+    let db = hearth_store::connect_with(options.clone(), true, pools.main).await?;
     for m in runtime.mechanisms().iter().filter(|m| !m.available) {
         tracing::warn!(mechanism = %m.name, detail = %m.detail, "isolation mechanism unavailable");
     }
-    let relaxed = hearth_store::connect_relaxed_with(options, relaxed_pool).await?;
+    let relaxed = hearth_store::connect_relaxed_with(options.clone(), pools.relaxed).await?;
+    let writers = hearth_store::connect_writers_with(options, pools.writers).await?;
     let hub = Arc::new(Hub::default());
     let gpus = Gpus::detect(config.gpus);
     tracing::info!(gpus = gpus.count, kind = gpus.label(), "GPU inventory");
     let metrics = Arc::new(Metrics::default());
     let waited_accepts = Accepts::start(relaxed.clone(), metrics.clone());
     let scheduler = Scheduler::new(
-        db.clone(),
-        relaxed,
+        crate::scheduler::Pools {
+            main: db.clone(),
+            relaxed,
+            writers: writers.clone(),
+        },
         runtime.clone(),
         profiles.clone(),
         hub.clone(),
@@ -227,7 +231,7 @@ pub async fn start(config: Config, runtime: Arc<dyn Runtime>) -> anyhow::Result<
         tracing::info!(policies = restored, "control sessions restored");
     }
     let snapshot_every = Duration::from_secs_f64(config.control_snapshot_s);
-    let accepts = Accepts::start(db.clone(), metrics.clone());
+    let accepts = Accepts::start(writers, metrics.clone());
     let state = AppState(Arc::new(Shared {
         auth: Authenticator::new(&config)?,
         limits: config.limits(),

@@ -16,10 +16,24 @@ use secrecy::SecretString;
 /// against the pool's maximum) and keeps for the life of the process.
 const LEASE_CONNECTIONS: u32 = 1;
 
+/// The durable writers' pool (`hearth_store::connect_writers_with`): the
+/// writer of accepted jobs and that of job ends each keep one while busy.
+const WRITER_CONNECTIONS: u32 = 2;
+
 /// The fewest connections of the main pool: the scheduler's listener for job
-/// changes keeps one of them for good, requests and the durable writes share
-/// the rest.
+/// changes keeps one of them for good, requests share the rest.
 const MIN_MAIN_CONNECTIONS: u32 = 3;
+
+/// The sizes of the service's pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbPools {
+    /// Requests, single final states, the scheduler's listener.
+    pub main: PoolSize,
+    /// Intermediate transitions, job events, accepts of waited jobs.
+    pub relaxed: PoolSize,
+    /// The durable writers: accepted jobs and job ends, together.
+    pub writers: PoolSize,
+}
 
 /// Algorithm of the JWT issuer's key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -225,7 +239,8 @@ pub struct Config {
     pub reattach_grace_s: u64,
 
     /// Most Postgres connections this instance holds, all pools together:
-    /// the main pool, the relaxed pool (`--db-relaxed-connections`) and the
+    /// the main pool, the relaxed pool (`--db-relaxed-connections`), the
+    /// durable writers' two (accepted jobs and job ends, together) and the
     /// scheduler lease's own connection. Replicas times this must stay under
     /// the server's `max_connections` (100 by default) less what other
     /// clients need.
@@ -234,9 +249,9 @@ pub struct Config {
 
     /// Of `--db-max-connections`, the pool that writes intermediate job
     /// transitions (`assigned`, `running`) and job events without waiting
-    /// for the disk. The rest, less the lease's one, is the main pool:
-    /// requests, final job states and the scheduler's listener for job
-    /// changes.
+    /// for the disk. The rest, less the durable writers' two and the lease's
+    /// one, is the main pool: requests, final states stored alone and the
+    /// scheduler's listener for job changes.
     #[arg(long, env = "HEARTH_DB_RELAXED_CONNECTIONS", default_value_t = 2)]
     pub db_relaxed_connections: u32,
 
@@ -419,10 +434,9 @@ impl Config {
         })
     }
 
-    /// The sizes of the main pool and of the relaxed pool, which together
-    /// with the scheduler lease's connection hold at most
-    /// `--db-max-connections`.
-    pub fn db_pools(&self) -> anyhow::Result<(PoolSize, PoolSize)> {
+    /// The sizes of the service's pools, which together with the scheduler
+    /// lease's connection hold at most `--db-max-connections`.
+    pub fn db_pools(&self) -> anyhow::Result<DbPools> {
         anyhow::ensure!(
             self.db_acquire_timeout_s.is_finite() && self.db_acquire_timeout_s > 0.0,
             "--db-acquire-timeout-s must be a positive number of seconds"
@@ -431,20 +445,19 @@ impl Config {
             self.db_relaxed_connections >= 1,
             "--db-relaxed-connections must be at least 1"
         );
+        let reserved = WRITER_CONNECTIONS + LEASE_CONNECTIONS;
         let main = self
             .db_max_connections
-            .checked_sub(
-                self.db_relaxed_connections
-                    .saturating_add(LEASE_CONNECTIONS),
-            )
+            .checked_sub(self.db_relaxed_connections.saturating_add(reserved))
             .filter(|&n| n >= MIN_MAIN_CONNECTIONS);
         let Some(main) = main else {
             anyhow::bail!(
                 "--db-max-connections ({}) must be at least --db-relaxed-connections ({}) + {}: \
-                 {MIN_MAIN_CONNECTIONS} for the main pool and {LEASE_CONNECTIONS} for the scheduler lease",
+                 {MIN_MAIN_CONNECTIONS} for the main pool, {WRITER_CONNECTIONS} for the durable \
+                 writers and {LEASE_CONNECTIONS} for the scheduler lease",
                 self.db_max_connections,
                 self.db_relaxed_connections,
-                MIN_MAIN_CONNECTIONS + LEASE_CONNECTIONS,
+                MIN_MAIN_CONNECTIONS + reserved,
             );
         };
         let acquire_timeout = std::time::Duration::from_secs_f64(self.db_acquire_timeout_s);
@@ -452,7 +465,11 @@ impl Config {
             max_connections,
             acquire_timeout,
         };
-        Ok((size(main), size(self.db_relaxed_connections)))
+        Ok(DbPools {
+            main: size(main),
+            relaxed: size(self.db_relaxed_connections),
+            writers: size(WRITER_CONNECTIONS),
+        })
     }
 
     /// The control engine's settings and the configured default K_r
@@ -582,16 +599,30 @@ mod tests {
     fn the_pools_and_the_lease_stay_within_the_connection_total() {
         let mut c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
         assert_eq!(c.db_max_connections, 10);
-        let (main, relaxed) = c.db_pools().unwrap();
-        assert_eq!((main.max_connections, relaxed.max_connections), (7, 2));
-        assert_eq!(main.max_connections + relaxed.max_connections + 1, 10);
-        assert_eq!(main.acquire_timeout, std::time::Duration::from_secs(5));
+        let pools = c.db_pools().unwrap();
+        let sizes = |p: DbPools| {
+            (
+                p.main.max_connections,
+                p.relaxed.max_connections,
+                p.writers.max_connections,
+            )
+        };
+        assert_eq!(sizes(pools), (5, 2, 2));
+        let (main, relaxed, writers) = sizes(pools);
+        assert_eq!(main + relaxed + writers + 1, c.db_max_connections);
+        assert_eq!(
+            pools.main.acquire_timeout,
+            std::time::Duration::from_secs(5)
+        );
+        assert_eq!(
+            pools.writers.acquire_timeout,
+            std::time::Duration::from_secs(5)
+        );
 
-        c.db_max_connections = 5;
+        c.db_max_connections = 7;
         c.db_relaxed_connections = 1;
-        let (main, relaxed) = c.db_pools().unwrap();
-        assert_eq!((main.max_connections, relaxed.max_connections), (3, 1));
-        c.db_max_connections = 4;
+        assert_eq!(sizes(c.db_pools().unwrap()), (3, 1, 2));
+        c.db_max_connections = 6;
         assert!(c.db_pools().is_err(), "no room for the main pool");
         c.db_max_connections = 10;
         c.db_relaxed_connections = u32::MAX;

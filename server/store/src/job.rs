@@ -31,18 +31,6 @@ macro_rules! job_rows {
     };
 }
 
-/// Whether the statements that write many jobs at once ([`assign_many`],
-/// [`finish_many`]) are kept prepared on their connection: they are not
-/// (`sqlx`'s `persistent`).
-/// Postgres would plan a kept statement once for any parameters (a generic
-/// plan) after a few executions, with the table as large as it is then; on
-/// a new database that is a hash join over a sequential scan of `job`, kept
-/// while the table grows (the assignments of 16 clients' jobs spent 0.4 ms
-/// per row in it, against 0.06 through the primary key). Planned at every call,
-/// they join through the key at every table size; the single-job statements
-/// need no such care, as a key lookup is their best plan at any size.
-const KEEP_SHARED_PREPARED: bool = false;
-
 /// A row of `job`.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct JobRow {
@@ -211,7 +199,10 @@ pub async fn insert_many(db: &mut PgConnection, jobs: &[NewJob]) -> Result<Vec<R
             .iter()
             .map(|j| j.idempotency_key.as_deref())
             .collect();
-        // Planned at every call (see `KEEP_SHARED_PREPARED`).
+        // Planned at every call: a batch runs this on the main pool, where
+        // a plan kept from when the table was small could scan all of it
+        // (see `WRITER_SETTINGS` in the crate root); and it runs only when
+        // a key repeats.
         let rows: Vec<JobRow> = sqlx::query_as(
             "select job.* from job
                join (select distinct * from unnest($1::uuid[], $2::text[])) as k(tenant_id, key)
@@ -219,7 +210,7 @@ pub async fn insert_many(db: &mut PgConnection, jobs: &[NewJob]) -> Result<Vec<R
         )
         .bind(&tenants)
         .bind(&keys)
-        .persistent(KEEP_SHARED_PREPARED)
+        .persistent(false)
         .fetch_all(&mut *db)
         .await?;
         held = rows
@@ -438,6 +429,9 @@ pub struct Assign {
 /// scheduler's group commit of assignments runs. Returns the attempt each
 /// assigned job starts, by job; a job left out was no longer queued, was
 /// cancelled, or `epoch` is not current.
+///
+/// Meant for a writer's connection ([`crate::connect_relaxed`]), where it
+/// is planned once, through the key.
 #[tracing::instrument(skip(db, jobs), fields(jobs = jobs.len()))]
 pub async fn assign_many(
     db: impl PgExecutor<'_>,
@@ -448,7 +442,6 @@ pub async fn assign_many(
     let sources: Vec<&str> = jobs.iter().map(|a| a.source.as_str()).collect();
     let pods: Vec<serde_json::Value> = jobs.iter().map(|a| serde_json::json!(a.pods)).collect();
     let queued: Vec<f64> = jobs.iter().map(|a| a.queued_ms).collect();
-    // Planned at every call (see `KEEP_SHARED_PREPARED`).
     sqlx::query_as(
         "update job set state = $5, source = u.u_source,
                         pods = array(select jsonb_array_elements_text(u.u_pods)),
@@ -466,7 +459,6 @@ pub async fn assign_many(
     .bind(State::Assigned)
     .bind(State::before(State::Assigned))
     .bind(epoch)
-    .persistent(KEEP_SHARED_PREPARED)
     .fetch_all(db)
     .await
     .map_err(Into::into)
@@ -665,6 +657,9 @@ pub async fn finish(
 /// become its state, or `epoch` is not current. Ends with full logs are
 /// refused (they are stored by [`finish`], with their logs).
 ///
+/// Meant for a writer's connection ([`crate::connect_writers_with`]), where
+/// it is planned once, through the key.
+///
 /// # Errors
 /// [`Error::NotTerminal`] as [`finish`], before anything is written.
 #[tracing::instrument(skip(db, ends), fields(jobs = ends.len()))]
@@ -705,7 +700,6 @@ pub async fn finish_many(
         let bind: Vec<Option<f64>> = group.iter().map(|(_, f)| f.bind_ms).collect();
         let run: Vec<Option<f64>> = group.iter().map(|(_, f)| f.run_ms).collect();
         let started_ago: Vec<Option<f64>> = group.iter().map(|(_, f)| f.started_ms_ago).collect();
-        // Planned at every call (see `KEEP_SHARED_PREPARED`).
         let rows: Vec<JobRow> = sqlx::query_as(
             "update job set state = $2, exit_code = u.u_exit_code, output = u.u_output,
                             stdout = u.u_stdout, stderr = u.u_stderr,
@@ -745,7 +739,6 @@ pub async fn finish_many(
         .bind(&bind)
         .bind(&run)
         .bind(&started_ago)
-        .persistent(KEEP_SHARED_PREPARED)
         .fetch_all(&mut *db)
         .await?;
         finished.extend(rows);

@@ -993,16 +993,20 @@ async fn assignments_stored_together_are_stored_as_alone(db: PgPool) {
     assert_eq!(cancelled.state, State::Cancelled);
 }
 
-/// The statements that write many jobs at once are planned at every call,
-/// not kept prepared with a plan made while the table was small (see
-/// `job::KEEP_SHARED_PREPARED`); the single-job ones are kept.
+/// On a writer's connection the statements that write many jobs at once
+/// are planned once, and that plan, made while the table was small, joins
+/// through the key: the plan a growing table needs (see
+/// `hearth_store::WRITER_SETTINGS`).
 #[sqlx::test(migrations = "../../migrations")]
-async fn shared_writes_are_planned_at_every_call(db: PgPool) {
+async fn shared_writes_are_planned_once_through_the_key(db: PgPool) {
     let _guard = DropOnPanic(db.clone());
+    let writers = hearth_store::connect_writers_with((*db.connect_options()).clone(), 1)
+        .await
+        .unwrap();
     let t = tenant::create(&db, "acme").await.unwrap();
     let ids = jobs_of(&db, t.tenant_id, &[false; 8]).await;
-    let mut conn = db.acquire().await.unwrap();
-    // More calls than Postgres makes before it keeps a generic plan.
+    let mut conn = writers.acquire().await.unwrap();
+    // More calls than Postgres plans anew before it may keep a plan.
     for id in &ids {
         let assign = job::Assign {
             job_id: *id,
@@ -1010,35 +1014,50 @@ async fn shared_writes_are_planned_at_every_call(db: PgPool) {
             pods: vec!["p".into()],
             queued_ms: 1.0,
         };
-        assert_eq!(
-            job::assign_many(&mut *conn, 0, &[&assign])
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
+        let assigned = job::assign_many(&mut *conn, 0, &[&assign]).await.unwrap();
+        assert_eq!(assigned.len(), 1);
         let end = Finish::new(State::Succeeded);
-        assert_eq!(
-            job::finish_many(&mut conn, 0, &[(*id, &end)])
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
-        assert!(job::requeue(&mut *conn, 0, *id, 1).await.is_ok());
+        let ended = job::finish_many(&mut conn, 0, &[(*id, &end)])
+            .await
+            .unwrap();
+        assert_eq!(ended.len(), 1);
     }
-    let kept: Vec<String> = sqlx::query_scalar("select statement from pg_prepared_statements")
-        .fetch_all(&mut *conn)
+    let kept: Vec<(String, String, i64, i64, i32)> = sqlx::query_as(
+        "select name, statement, generic_plans, custom_plans,
+                coalesce(array_length(parameter_types, 1), 0)
+           from pg_prepared_statements where statement like 'update job %from unnest%'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        kept.len(),
+        2,
+        "both shared writes are kept prepared: {kept:?}"
+    );
+    for (name, statement, generic, custom, params) in kept {
+        assert_eq!((generic, custom), (8, 0), "planned once: {statement}");
+        let nulls = vec!["null"; params as usize].join(", ");
+        // The name is sqlx's own (`sqlx_s_<n>`), the rest literal.
+        let explain = sqlx::AssertSqlSafe(format!("explain execute {name}({nulls})"));
+        let plan: Vec<String> = sqlx::query_scalar(explain)
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+        let plan = plan.join("\n");
+        assert!(plan.contains("Index Scan using job_pkey on job"), "{plan}");
+        assert!(!plan.contains("Seq Scan on job"), "{plan}");
+        assert!(!plan.contains("Hash Join"), "{plan}");
+    }
+    // The main pool keeps Postgres's defaults.
+    let mut main = db.acquire().await.unwrap();
+    let mode: String = sqlx::query_scalar("show plan_cache_mode")
+        .fetch_one(&mut *main)
         .await
         .unwrap();
-    assert!(
-        kept.iter().any(|s| s.contains("update job set state")),
-        "the single-job statements are kept: {kept:?}"
-    );
-    assert!(
-        !kept.iter().any(|s| s.contains("from unnest")),
-        "the shared ones are not: {kept:?}"
-    );
+    assert_eq!(mode, "auto");
+    drop((conn, main));
+    writers.close().await;
 }
 
 /// A relaxed commit is on disk once [`hearth_store::flush`] returns: the log

@@ -485,18 +485,33 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The scheduler's connections to the store.
+#[derive(Debug)]
+pub struct Pools {
+    /// Requests and reads, single final states, the listener for changes.
+    pub main: PgPool,
+    /// Intermediate transitions and job events (`hearth_store::connect_relaxed`).
+    pub relaxed: PgPool,
+    /// Job ends stored together (`hearth_store::connect_writers_with`).
+    pub writers: PgPool,
+}
+
 impl Scheduler {
     /// A scheduler with one empty pool per profile; fails on a pool
     /// configuration the policy refuses.
     pub fn new(
-        db: PgPool,
-        relaxed: PgPool,
+        pools: Pools,
         runtime: Arc<dyn Runtime>,
         profiles: Arc<BTreeMap<String, Profile>>,
         hub: Arc<Hub>,
         settings: Settings,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Self> {
+        let Pools {
+            main: db,
+            relaxed,
+            writers,
+        } = pools;
         let pools = build_pools(&profiles, &settings)?;
         // State changes reach the other replicas through the store.
         hub.start_announcing(db.clone(), settings.replica.id.clone());
@@ -508,7 +523,7 @@ impl Scheduler {
             inner: Arc::new(Inner {
                 recorder: record::Recorder::start(db.clone()),
                 assignments: writes::Assignments::start(relaxed.clone(), Arc::clone(&metrics)),
-                ends: writes::Ends::start(db.clone(), Arc::clone(&metrics)),
+                ends: writes::Ends::start(writers, Arc::clone(&metrics)),
                 db,
                 relaxed,
                 runtime,
