@@ -607,8 +607,8 @@ mod tests {
                 p.writers.max_connections,
             )
         };
-        assert_eq!(sizes(pools), (5, 2, 2));
         let (main, relaxed, writers) = sizes(pools);
+        assert_eq!((main, relaxed, writers), (5, 2, 2));
         assert_eq!(main + relaxed + writers + 1, c.db_max_connections);
         assert_eq!(
             pools.main.acquire_timeout,

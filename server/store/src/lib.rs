@@ -130,7 +130,7 @@ pub async fn connect_with(
 }
 
 /// How the connections of writers plan: the statements that write many
-/// jobs at once (`job::assign_many`, `job::finish_many`, `job::insert_many`,
+/// jobs at once (`job::assign_many`, `job::finish_many`,
 /// `job_event::append`) join arrays of keys with their tables.
 ///
 /// Postgres plans a statement kept prepared at every call until it trusts a

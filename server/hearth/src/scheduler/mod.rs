@@ -500,7 +500,7 @@ impl Scheduler {
     /// A scheduler with one empty pool per profile; fails on a pool
     /// configuration the policy refuses.
     pub fn new(
-        pools: Pools,
+        store: Pools,
         runtime: Arc<dyn Runtime>,
         profiles: Arc<BTreeMap<String, Profile>>,
         hub: Arc<Hub>,
@@ -511,7 +511,7 @@ impl Scheduler {
             main: db,
             relaxed,
             writers,
-        } = pools;
+        } = store;
         let pools = build_pools(&profiles, &settings)?;
         // State changes reach the other replicas through the store.
         hub.start_announcing(db.clone(), settings.replica.id.clone());
