@@ -1,12 +1,14 @@
 //! `hearth-agent`: the small agent inside every pod. It listens on one
 //! address, binds each job (code, dependencies, topology), runs it in a
 //! sandbox, streams its output, enforces its timeout, and wipes the pod when
-//! told to. Std only, threads only: it ships in every pod image.
+//! told to. Std only (and libc's bindings for four system calls std lacks),
+//! threads only: it ships in every pod image.
 //!
 //! Modules: [`args`] (command line), [`serve`] (connections and the protocol),
 //! [`bind`] (files, input, dependency environments), [`run`] (spawning,
 //! streaming, timeouts), [`sandbox`] (bubblewrap, cgroups, killing trees),
-//! [`resident`] (a pod's sandbox serving job after job).
+//! [`resident`] (a pod's sandbox serving job after job), [`sys`] (the
+//! system calls std lacks).
 
 use std::process::ExitCode;
 
@@ -16,6 +18,7 @@ mod resident;
 mod run;
 mod sandbox;
 mod serve;
+mod sys;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();

@@ -4,8 +4,10 @@
 //! costs more than a short job itself, so a pod keeps its sandbox: inside it
 //! the agent binary runs as a small supervisor ([`serve_jobs`]) that reads
 //! one job at a time from its stdin, spawns it, forwards its stdout and
-//! stderr as frames on its own stdout (two forwarding threads kept from job
-//! to job), and reports how it ended. On the agent's side one thread per
+//! stderr as frames on its own stdout, and reports how it ended: one thread
+//! that waits on the job's pipes and its exit at once, and tells whether it
+//! left a process behind by adopting its orphans (see [`crate::sys`]). On
+//! the agent's side one thread per
 //! sandbox reads the frames and cuts the job's lines straight into the
 //! service's stream ([`LineSink`]): a job costs the agent no thread of its
 //! own beyond its connection's. A job that
@@ -21,7 +23,9 @@
 //! and a byte, 1 if processes were left behind.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -45,6 +49,11 @@ const DRAIN_WAIT: Duration = Duration::from_millis(500);
 const PIPE_MIN_CAPACITY: usize = 4096;
 /// How much of the supervisor's frames the agent reads at once.
 const FRAME_BUFFER: usize = 64 * 1024;
+/// How much of a job's pipe the supervisor reads at once.
+const PIPE_READ: usize = 64 * 1024;
+/// How often the supervisor looks for a job's exit where the kernel cannot
+/// tell it (no pidfd).
+const EXIT_POLL: Duration = Duration::from_millis(5);
 /// Directories emptied after every job.
 const SCRATCH: [&str; 2] = ["/tmp", "/dev/shm"];
 
@@ -295,37 +304,47 @@ impl Job {
     }
 }
 
-/// Writes frames to the supervisor's stdout, whole under the lock.
-#[derive(Clone)]
-struct Frames(Arc<Mutex<io::Stdout>>);
+/// Frames for the agent, gathered and then written at once: what one wake of
+/// the supervisor turned up (a job's end is three frames) costs one write.
+#[derive(Debug, Default)]
+struct Frames(Vec<u8>);
 
 impl Frames {
-    fn send(&self, tag: u8, payload: &[u8]) -> io::Result<()> {
-        let len = u32::try_from(payload.len()).map_err(io::Error::other)?;
-        let mut out = lock(&self.0);
-        let mut header = [tag, 0, 0, 0, 0];
-        header[1..].copy_from_slice(&len.to_le_bytes());
-        out.write_all(&header)?;
-        out.write_all(payload)?;
-        out.flush()
+    fn push(&mut self, tag: u8, payload: &[u8]) {
+        let len = u32::try_from(payload.len()).expect("a frame holds at most one pipe read");
+        self.0.push(tag);
+        self.0.extend_from_slice(&len.to_le_bytes());
+        self.0.extend_from_slice(payload);
+    }
+
+    /// Writes the frames gathered to `out` and forgets them.
+    fn send(&mut self, out: &mut impl Write) -> io::Result<()> {
+        if !self.0.is_empty() {
+            out.write_all(&self.0)?;
+            out.flush()?;
+            self.0.clear();
+        }
+        Ok(())
     }
 }
 
 /// The supervisor mode: `hearth-agent serve-jobs`, inside the sandbox. Runs
 /// the jobs read from stdin one at a time until stdin ends.
 pub fn serve_jobs() -> ExitCode {
-    let frames = Frames(Arc::new(Mutex::new(io::stdout())));
-    if frames.send(READY, &[]).is_err() {
+    // A job's orphans become this process's children, so whether it left a
+    // process behind is one `waitpid` away (see `Run::job`).
+    if let Err(e) = crate::sys::become_subreaper() {
+        eprintln!("hearth-agent {SERVE_JOBS}: cannot adopt orphans: {e}");
         return ExitCode::from(126);
     }
-    let forwarders = match Forwarders::start(&frames) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("hearth-agent {SERVE_JOBS}: {e}");
-            return ExitCode::from(126);
-        }
-    };
+    let mut out = io::stdout().lock();
+    let mut frames = Frames::default();
+    frames.push(READY, &[]);
+    if frames.send(&mut out).is_err() {
+        return ExitCode::from(126);
+    }
     let mut stdin = io::stdin().lock();
+    let mut buf = vec![0u8; PIPE_READ];
     loop {
         let job = match read_job(&mut stdin) {
             Ok(job) => job,
@@ -336,7 +355,12 @@ pub fn serve_jobs() -> ExitCode {
                 return ExitCode::from(126);
             }
         };
-        match run_job(&job, &frames, &forwarders) {
+        let mut run = Run {
+            out: &mut out,
+            frames: &mut frames,
+            buf: &mut buf,
+        };
+        match run.job(&job) {
             Ok(true) => empty_scratch(),
             // Left processes behind: the agent ends this sandbox.
             Ok(false) => {}
@@ -360,168 +384,176 @@ fn read_job(stdin: &mut impl Read) -> io::Result<Job> {
     Job::parse(&body).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad job"))
 }
 
-/// Runs one job; true when it left nothing behind.
-fn run_job(job: &Job, frames: &Frames, forwarders: &Forwarders) -> io::Result<bool> {
-    let Some((program, args)) = job.argv.split_first() else {
-        return refuse(frames, "empty command", 126);
-    };
-    // Found here on the job's own PATH, the program is started with
-    // posix_spawn (a vfork) rather than a fork of this supervisor: std only
-    // forks when it must search a PATH the child's environment changes.
-    let resolved = job
-        .env
-        .get("PATH")
-        .and_then(|path| crate::sandbox::find_in(program, path.as_ref()));
-    let spawned = Command::new(resolved.as_deref().unwrap_or(program.as_ref()))
-        .args(args)
-        .env_clear()
-        .envs(&job.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            let code = if e.kind() == io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            return refuse(frames, &format!("cannot run {program}: {e}"), code);
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        if job.stdin.len() <= PIPE_MIN_CAPACITY {
-            // Fits in an empty pipe: written at once, whether or not the job
-            // ever reads it. Dropping the pipe closes it.
-            let _ = stdin.write_all(job.stdin.as_bytes());
-        } else {
-            let input = job.stdin.clone().into_bytes();
-            // A job that never reads its stdin must not block the supervisor.
-            std::thread::Builder::new()
-                .name("stdin".into())
-                .spawn(move || {
-                    let _ = stdin.write_all(&input);
-                })?;
-        }
-    }
-    let pipes = [
-        child
-            .stdout
-            .take()
-            .map(|p| std::fs::File::from(std::os::fd::OwnedFd::from(p))),
-        child
-            .stderr
-            .take()
-            .map(|p| std::fs::File::from(std::os::fd::OwnedFd::from(p))),
-    ];
-    let pumps = forwarders.forward(pipes);
-    let status = child.wait()?;
-    let left = others_alive();
-    let mut clean = left.is_empty();
-    if !clean {
-        // Processes the job left may hold its pipes: end them, so everything
-        // the job wrote is forwarded before its end is reported. The agent
-        // ends the sandbox anyway (a process may have escaped this).
-        kill_all(left);
-    }
-    // A forwarder still held by a pipe would hold up the next job's stream:
-    // the sandbox goes.
-    clean &= forwarders.drained(pumps, Instant::now() + DRAIN_WAIT);
-    let mut payload = status.into_raw().to_le_bytes().to_vec();
-    payload.push(u8::from(!clean));
-    frames.send(EXIT, &payload)?;
-    Ok(clean)
+/// What the supervisor runs a job with: the agent's end of the frames, the
+/// frames not yet written, and a buffer for the job's pipes.
+struct Run<'a, W> {
+    out: &'a mut W,
+    frames: &'a mut Frames,
+    buf: &'a mut [u8],
 }
 
-/// Reports a job that could not start as a shell would: the message on
-/// stderr and exit code `code`.
-fn refuse(frames: &Frames, message: &str, code: i32) -> io::Result<bool> {
-    frames.send(STDERR, format!("hearth-agent: {message}\n").as_bytes())?;
-    frames.send(STDOUT_END, &[])?;
-    frames.send(STDERR_END, &[])?;
-    let mut payload = (code << 8).to_le_bytes().to_vec();
-    payload.push(0);
-    frames.send(EXIT, &payload)?;
-    Ok(true)
-}
-
-/// The supervisor's two forwarding threads, kept from job to job: each
-/// forwards a job's pipe as frames to its end, then says so with the job's
-/// number (a late word from an earlier job is not this one's).
-struct Forwarders {
-    pipes: [Sender<(u64, std::fs::File)>; 2],
-    done: Receiver<u64>,
-    job: std::cell::Cell<u64>,
-}
-
-impl Forwarders {
-    fn start(frames: &Frames) -> io::Result<Forwarders> {
-        let (done_tx, done) = mpsc::channel();
-        let spawn = |tag: u8, end: u8| -> io::Result<Sender<(u64, std::fs::File)>> {
-            let (tx, rx) = mpsc::channel::<(u64, std::fs::File)>();
-            let (frames, done) = (frames.clone(), done_tx.clone());
-            std::thread::Builder::new()
-                .name("forward".into())
-                .spawn(move || {
-                    let mut buf = vec![0u8; 64 * 1024];
-                    for (job, mut pipe) in rx {
-                        loop {
-                            match pipe.read(&mut buf) {
-                                Ok(0) => break,
-                                Ok(n) => {
-                                    if frames.send(tag, &buf[..n]).is_err() {
-                                        break;
-                                    }
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                Err(_) => break,
-                            }
-                        }
-                        let _ = frames.send(end, &[]);
-                        let _ = done.send(job);
-                    }
-                })?;
-            Ok(tx)
+impl<W: Write> Run<'_, W> {
+    /// Runs one job, forwarding its output as it comes, and reports its end;
+    /// true when it left nothing behind.
+    ///
+    /// One thread waits on everything at once: the job's stdout and stderr
+    /// and its exit (a pidfd; where the kernel has none, a look every
+    /// `EXIT_POLL`). The job's end goes out in the same write as the last of
+    /// its output.
+    fn job(&mut self, job: &Job) -> io::Result<bool> {
+        let Some((program, args)) = job.argv.split_first() else {
+            return self.refuse("empty command", 126);
         };
-        Ok(Forwarders {
-            pipes: [spawn(STDOUT, STDOUT_END)?, spawn(STDERR, STDERR_END)?],
-            done,
-            job: std::cell::Cell::new(0),
-        })
-    }
-
-    /// Hands a new job's stdout and stderr to the forwarders; returns how
-    /// many will report their end.
-    fn forward(&self, pipes: [Option<std::fs::File>; 2]) -> usize {
-        let job = self.job.get() + 1;
-        self.job.set(job);
-        let mut pumps = 0;
-        for (to, pipe) in self.pipes.iter().zip(pipes) {
-            if let Some(pipe) = pipe {
-                pumps += usize::from(to.send((job, pipe)).is_ok());
+        // Found here on the job's own PATH, the program is started with
+        // posix_spawn (a vfork) rather than a fork of this supervisor: std
+        // only forks when it must search a PATH the child's environment
+        // changes.
+        let resolved = job
+            .env
+            .get("PATH")
+            .and_then(|path| crate::sandbox::find_in(program, path.as_ref()));
+        let spawned = Command::new(resolved.as_deref().unwrap_or(program.as_ref()))
+            .args(args)
+            .env_clear()
+            .envs(&job.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let code = if e.kind() == io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                return self.refuse(&format!("cannot run {program}: {e}"), code);
+            }
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            if job.stdin.len() <= PIPE_MIN_CAPACITY {
+                // Fits in an empty pipe: written at once, whether or not the
+                // job ever reads it. Dropping the pipe closes it.
+                let _ = stdin.write_all(job.stdin.as_bytes());
+            } else {
+                let input = job.stdin.clone().into_bytes();
+                // A job that never reads its stdin must not block the supervisor.
+                std::thread::Builder::new()
+                    .name("stdin".into())
+                    .spawn(move || {
+                        let _ = stdin.write_all(&input);
+                    })?;
             }
         }
-        pumps
-    }
-
-    /// Waits until the current job's `pumps` pipes are forwarded to their
-    /// end, until `give_up`; false if they were not.
-    fn drained(&self, pumps: usize, give_up: Instant) -> bool {
-        let job = self.job.get();
-        let mut left = pumps;
-        while left > 0 {
-            match self
-                .done
-                .recv_timeout(give_up.saturating_duration_since(Instant::now()))
+        let mut pipes = [
+            child.stdout.take().map(|p| File::from(OwnedFd::from(p))),
+            child.stderr.take().map(|p| File::from(OwnedFd::from(p))),
+        ];
+        let exit = crate::sys::pidfd_open(child.id()).ok();
+        let mut ended: Option<(ExitStatus, Instant)> = None;
+        let mut clean = true;
+        loop {
+            let timeout = match (ended, &exit) {
+                (Some((_, since)), _) => {
+                    if pipes.iter().all(Option::is_none) {
+                        break;
+                    }
+                    // A pipe still open after the job and whatever it left
+                    // behind are gone (or killed): held by something that
+                    // escaped; the sandbox goes.
+                    let left = (since + DRAIN_WAIT).saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        clean = false;
+                        break;
+                    }
+                    Some(left)
+                }
+                (None, Some(_)) => None,
+                (None, None) => Some(EXIT_POLL),
+            };
+            let ready = self.wait(
+                &mut pipes,
+                exit.as_ref().filter(|_| ended.is_none()),
+                timeout,
+            )?;
+            if ended.is_none()
+                && (ready || exit.is_none())
+                && let Some(status) = child.try_wait()?
             {
-                Ok(j) if j == job => left -= 1,
-                Ok(_) => {}
-                Err(_) => return false,
+                if crate::sys::reap_children()? {
+                    // Processes the job left may hold its pipes: end them, so
+                    // everything the job wrote is forwarded before its end is
+                    // reported. The agent ends the sandbox anyway (a process
+                    // may have escaped this).
+                    clean = false;
+                    kill_leftovers();
+                }
+                ended = Some((status, Instant::now()));
+            }
+            self.frames.send(self.out)?;
+        }
+        let status = ended.map_or_else(|| ExitStatus::from_raw(9), |(status, _)| status);
+        self.frames.push(STDOUT_END, &[]);
+        self.frames.push(STDERR_END, &[]);
+        let mut payload = status.into_raw().to_le_bytes().to_vec();
+        payload.push(u8::from(!clean));
+        self.frames.push(EXIT, &payload);
+        self.frames.send(self.out)?;
+        Ok(clean)
+    }
+
+    /// Waits until a pipe or `exit` can be read, or `timeout`; forwards what
+    /// the pipes hold as frames and closes those at their end. True when
+    /// `exit` is readable (the job exited).
+    fn wait(
+        &mut self,
+        pipes: &mut [Option<File>; 2],
+        exit: Option<&OwnedFd>,
+        timeout: Option<Duration>,
+    ) -> io::Result<bool> {
+        let mut fds = Vec::with_capacity(3);
+        let mut streams = Vec::with_capacity(2);
+        for (i, pipe) in pipes.iter().enumerate() {
+            if let Some(pipe) = pipe {
+                fds.push(pipe.as_fd());
+                streams.push(i);
             }
         }
-        true
+        if let Some(exit) = exit {
+            fds.push(exit.as_fd());
+        }
+        let mut ready = [false; 3];
+        crate::sys::poll_readable(&fds, timeout, &mut ready[..fds.len()])?;
+        for (slot, &i) in streams.iter().enumerate() {
+            if !ready[slot] {
+                continue;
+            }
+            let Some(mut pipe) = pipes[i].as_ref() else {
+                continue;
+            };
+            match pipe.read(self.buf) {
+                Ok(0) => pipes[i] = None,
+                Ok(n) => self.frames.push([STDOUT, STDERR][i], &self.buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => pipes[i] = None,
+            }
+        }
+        Ok(exit.is_some() && ready[streams.len()])
+    }
+
+    /// Reports a job that could not start as a shell would: the message on
+    /// stderr and exit code `code`.
+    fn refuse(&mut self, message: &str, code: i32) -> io::Result<bool> {
+        self.frames
+            .push(STDERR, format!("hearth-agent: {message}\n").as_bytes());
+        self.frames.push(STDOUT_END, &[]);
+        self.frames.push(STDERR_END, &[]);
+        let mut payload = (code << 8).to_le_bytes().to_vec();
+        payload.push(0);
+        self.frames.push(EXIT, &payload);
+        self.frames.send(self.out)?;
+        Ok(true)
     }
 }
 
@@ -544,19 +576,18 @@ fn others_alive() -> Vec<u32> {
         .collect()
 }
 
-/// Kills `pids` and whatever they start meanwhile, for a moment.
-fn kill_all(mut pids: Vec<u32>) {
+/// Kills what a job left behind, and whatever it starts meanwhile, for a
+/// moment; reaps them (they are this process's children, or become so).
+fn kill_leftovers() {
     let give_up = Instant::now() + DRAIN_WAIT;
-    while !pids.is_empty() && Instant::now() < give_up {
-        let _ = Command::new("kill")
-            .arg("-9")
-            .arg("--")
-            .args(pids.iter().map(u32::to_string))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        pids = others_alive();
+    loop {
+        for pid in others_alive() {
+            let _ = crate::sys::kill(pid);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        if !crate::sys::reap_children().unwrap_or(false) || Instant::now() >= give_up {
+            return;
+        }
     }
 }
 
@@ -601,6 +632,39 @@ mod tests {
         );
         assert_eq!(Job::parse(br#"{"argv": [1], "env": {}}"#), None);
         assert_eq!(Job::parse(b"nope"), None);
+    }
+
+    /// Counts the writes made to it.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_jobs_end_goes_out_in_one_write() {
+        let mut frames = Frames::default();
+        let mut out = Writes::default();
+        frames.send(&mut out).unwrap();
+        assert!(out.0.is_empty(), "nothing gathered, nothing written");
+        frames.push(STDOUT, b"hi\n");
+        frames.push(STDOUT_END, &[]);
+        frames.push(STDERR_END, &[]);
+        frames.push(EXIT, &[0, 0, 0, 0, 0]);
+        frames.send(&mut out).unwrap();
+        assert_eq!(
+            out.0,
+            [b"o\x03\0\0\0hi\nO\0\0\0\0E\0\0\0\0x\x05\0\0\0\0\0\0\0\0".to_vec()]
+        );
+        frames.send(&mut out).unwrap();
+        assert_eq!(out.0.len(), 1, "sent frames are forgotten");
     }
 
     fn fake_supervisor(script: &str) -> Resident {

@@ -720,10 +720,10 @@ fn serve_conn(agent: &Arc<Agent>, conn: Conn) -> io::Result<()> {
     Ok(())
 }
 
-/// A connection's reader: hands each request line to the worker and waits
-/// until the worker is ready for the next line (it has taken up what the
-/// request asks to follow); while the connection follows a run that goes
-/// on, a line cancels it. Ends when the connection or the worker does; a
+/// A connection's reader: hands each request line to the worker; the next
+/// line (or the connection's end) is taken up once the worker is ready for
+/// it (it follows what the request asked to); while the connection follows
+/// a run that goes on, a line cancels it. Ends when the connection or the worker does; a
 /// run followed then is detached.
 fn read_conn(
     agent: &Agent,
@@ -732,9 +732,18 @@ fn read_conn(
     requests: &Sender<String>,
     ready: &Receiver<()>,
 ) {
+    // A request was handed over and the worker has not yet said it is ready.
+    // The reader reads on meanwhile and waits for the word only when it must
+    // tell what came next (a line, or the connection's end), by which time
+    // the worker has mostly said it: no hand-back per request.
+    let mut unsettled = false;
     loop {
         let mut line = String::new();
-        if !matches!(reader.read_line(&mut line), Ok(n) if n > 0) {
+        let read = matches!(reader.read_line(&mut line), Ok(n) if n > 0);
+        if std::mem::take(&mut unsettled) && ready.recv().is_err() {
+            break;
+        }
+        if !read {
             break;
         }
         let running = lock(follows).clone().filter(|f| !f.current.out.is_closed());
@@ -742,9 +751,10 @@ fn read_conn(
             f.cancel(agent);
             continue;
         }
-        if requests.send(line).is_err() || ready.recv().is_err() {
+        if requests.send(line).is_err() {
             break;
         }
+        unsettled = true;
     }
     let last = lock(follows).take();
     if let Some(f) = last {
