@@ -332,11 +332,8 @@ impl Frames {
 /// the jobs read from stdin one at a time until stdin ends.
 pub fn serve_jobs() -> ExitCode {
     // A job's orphans become this process's children, so whether it left a
-    // process behind is one `waitpid` away (see `Run::job`).
-    if let Err(e) = crate::sys::become_subreaper() {
-        eprintln!("hearth-agent {SERVE_JOBS}: cannot adopt orphans: {e}");
-        return ExitCode::from(126);
-    }
+    // process behind is one `waitpid` away (see `left_behind`).
+    let adopts = crate::sys::become_subreaper().is_ok();
     let mut out = io::stdout().lock();
     let mut frames = Frames::default();
     frames.push(READY, &[]);
@@ -359,6 +356,7 @@ pub fn serve_jobs() -> ExitCode {
             out: &mut out,
             frames: &mut frames,
             buf: &mut buf,
+            adopts,
         };
         match run.job(&job) {
             Ok(true) => empty_scratch(),
@@ -385,11 +383,13 @@ fn read_job(stdin: &mut impl Read) -> io::Result<Job> {
 }
 
 /// What the supervisor runs a job with: the agent's end of the frames, the
-/// frames not yet written, and a buffer for the job's pipes.
+/// frames not yet written, a buffer for the job's pipes, and whether a job's
+/// orphans become this process's children.
 struct Run<'a, W> {
     out: &'a mut W,
     frames: &'a mut Frames,
     buf: &'a mut [u8],
+    adopts: bool,
 }
 
 impl<W: Write> Run<'_, W> {
@@ -481,13 +481,13 @@ impl<W: Write> Run<'_, W> {
                 && (ready || exit.is_none())
                 && let Some(status) = child.try_wait()?
             {
-                if crate::sys::reap_children()? {
+                if left_behind(self.adopts) {
                     // Processes the job left may hold its pipes: end them, so
                     // everything the job wrote is forwarded before its end is
                     // reported. The agent ends the sandbox anyway (a process
                     // may have escaped this).
                     clean = false;
-                    kill_leftovers();
+                    kill_leftovers(self.adopts);
                 }
                 ended = Some((status, Instant::now()));
             }
@@ -576,16 +576,27 @@ fn others_alive() -> Vec<u32> {
         .collect()
 }
 
+/// Whether a process of the job that just ended (and was reaped) is alive.
+/// Where this process `adopts` the job's orphans, every such process
+/// descends from a live child of it: reaping the children that exited
+/// answers. Elsewhere (the kernel refused the adoption), `/proc` does.
+fn left_behind(adopts: bool) -> bool {
+    if adopts && let Ok(alive) = crate::sys::reap_children() {
+        return alive;
+    }
+    !others_alive().is_empty()
+}
+
 /// Kills what a job left behind, and whatever it starts meanwhile, for a
-/// moment; reaps them (they are this process's children, or become so).
-fn kill_leftovers() {
+/// moment; reaps those that are this process's children.
+fn kill_leftovers(adopts: bool) {
     let give_up = Instant::now() + DRAIN_WAIT;
     loop {
         for pid in others_alive() {
             let _ = crate::sys::kill(pid);
         }
         std::thread::sleep(Duration::from_millis(1));
-        if !crate::sys::reap_children().unwrap_or(false) || Instant::now() >= give_up {
+        if !left_behind(adopts) || Instant::now() >= give_up {
             return;
         }
     }
