@@ -265,15 +265,21 @@ fn demultiplex(stdout: ChildStdout, route: &Mutex<Route>) {
             tag => eprintln!("hearth-agent: unknown sandbox frame {tag}"),
         }
     }
-    // The sandbox is gone: every stream of the job ends, and no job can start.
+    // The sandbox is gone: every stream of the job ends, its watcher is told
+    // (it finds the job killed), and no job can start.
     let mut r = lock(route);
     for sink in [r.stdout.take(), r.stderr.take()].into_iter().flatten() {
         sink.end();
     }
+    let wake = r.wake.take();
     *r = Route {
         closed: true,
         ..Route::default()
     };
+    drop(r);
+    if let Some(wake) = wake {
+        let _ = wake.send(crate::run::Event::Exited);
+    }
 }
 
 // ---- the supervisor, inside the sandbox --------------------------------------
@@ -767,6 +773,38 @@ frame(b"x", struct.pack("<i", 3 << 8) + b"\x01")
             launch_true(&mut r, &ex, 8).is_err()
         });
         assert!(refused);
+        r.kill();
+    }
+
+    #[test]
+    fn a_sandbox_dying_under_a_job_wakes_its_watcher() {
+        // Ready, takes the job, and dies without reporting its end.
+        let mut r = fake_supervisor(
+            r#"
+import sys, struct
+sys.stdout.buffer.write(b"R" + struct.pack("<I", 0))
+sys.stdout.buffer.flush()
+sys.stdin.buffer.read(int(sys.stdin.buffer.read(16)))
+"#,
+        );
+        let (conn, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ex = crate::serve::Exchange::new(crate::serve::Conn::Unix(conn));
+        r.wait_ready().unwrap();
+        let mut exit = launch_true(&mut r, &ex, 3).unwrap();
+        // Told at once, not at the watcher's next look.
+        let mut woken = false;
+        while !woken {
+            match ex.events.recv_timeout(Duration::from_millis(500)).unwrap() {
+                Event::Eof(3) => {}
+                Event::Exited => woken = true,
+                other => panic!("{other:?}"),
+            }
+        }
+        let exit = exit
+            .poll()
+            .expect("the end is known once the watcher is woken");
+        assert_eq!(exit.status.signal(), Some(9));
+        assert!(exit.leftovers, "the sandbox is to be ended");
         r.kill();
     }
 

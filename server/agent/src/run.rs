@@ -387,6 +387,8 @@ pub struct DiskQuota {
 
 /// How often a running job's disk use is measured.
 const DISK_CHECK: Duration = Duration::from_millis(250);
+/// How often a job in a resident sandbox is looked at without a word from it.
+const RESIDENT_LOOK: Duration = Duration::from_secs(1);
 
 impl DiskQuota {
     /// Whether the directories hold more than the quota (allocated blocks,
@@ -458,13 +460,17 @@ pub fn supervise(
             }
             next_disk_check = Instant::now() + DISK_CHECK;
         }
-        // A job in a resident sandbox wakes us when it exits. A process of
-        // its own cannot: once its pipes closed it is about to be reapable,
-        // so poll closely for a moment; otherwise the pipes' end wakes us.
+        // A job in a resident sandbox wakes us when it exits (or its sandbox
+        // dies): only the disk check, and a look now and then in case a word
+        // went missing, wake us meanwhile. A process of its own cannot: once
+        // its pipes closed it is about to be reapable, so poll closely for a
+        // moment; otherwise the pipes' end wakes us.
         let tick = match closed_at {
-            Some(at) if child.polled() && at.elapsed() < Duration::from_millis(50) => {
-                Duration::from_micros(200)
-            }
+            _ if !child.polled() => match quota {
+                Some(_) => next_disk_check.saturating_duration_since(now),
+                None => RESIDENT_LOOK,
+            },
+            Some(at) if at.elapsed() < Duration::from_millis(50) => Duration::from_micros(200),
             _ => Duration::from_millis(5),
         };
         match events.recv_timeout(tick.min(deadline - now)) {
