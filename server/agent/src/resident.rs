@@ -317,7 +317,7 @@ struct Frames(Vec<u8>);
 
 impl Frames {
     fn push(&mut self, tag: u8, payload: &[u8]) {
-        let len = u32::try_from(payload.len()).expect("a frame holds at most one pipe read");
+        let len = u32::try_from(payload.len()).expect("a frame holds less than 4 GiB");
         self.0.push(tag);
         self.0.extend_from_slice(&len.to_le_bytes());
         self.0.extend_from_slice(payload);
@@ -459,11 +459,11 @@ impl<W: Write> Run<'_, W> {
         let exit = crate::sys::pidfd_open(child.id()).ok();
         let mut ended: Option<(ExitStatus, Instant)> = None;
         let mut clean = true;
-        loop {
+        let status = loop {
             let timeout = match (ended, &exit) {
-                (Some((_, since)), _) => {
+                (Some((status, since)), _) => {
                     if pipes.iter().all(Option::is_none) {
-                        break;
+                        break status;
                     }
                     // A pipe still open after the job and whatever it left
                     // behind are gone (or killed): held by something that
@@ -471,7 +471,7 @@ impl<W: Write> Run<'_, W> {
                     let left = (since + DRAIN_WAIT).saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         clean = false;
-                        break;
+                        break status;
                     }
                     Some(left)
                 }
@@ -498,11 +498,17 @@ impl<W: Write> Run<'_, W> {
                 ended = Some((status, Instant::now()));
             }
             self.frames.send(self.out)?;
-        }
-        let status = ended.map_or_else(|| ExitStatus::from_raw(9), |(status, _)| status);
+        };
+        self.end(status.into_raw(), clean)
+    }
+
+    /// Reports the job's end (both streams' and its exit: the raw wait
+    /// status, and whether it left nothing behind) with whatever output is
+    /// still gathered, in one write; returns `clean`.
+    fn end(&mut self, status: i32, clean: bool) -> io::Result<bool> {
         self.frames.push(STDOUT_END, &[]);
         self.frames.push(STDERR_END, &[]);
-        let mut payload = status.into_raw().to_le_bytes().to_vec();
+        let mut payload = status.to_le_bytes().to_vec();
         payload.push(u8::from(!clean));
         self.frames.push(EXIT, &payload);
         self.frames.send(self.out)?;
@@ -553,13 +559,7 @@ impl<W: Write> Run<'_, W> {
     fn refuse(&mut self, message: &str, code: i32) -> io::Result<bool> {
         self.frames
             .push(STDERR, format!("hearth-agent: {message}\n").as_bytes());
-        self.frames.push(STDOUT_END, &[]);
-        self.frames.push(STDERR_END, &[]);
-        let mut payload = (code << 8).to_le_bytes().to_vec();
-        payload.push(0);
-        self.frames.push(EXIT, &payload);
-        self.frames.send(self.out)?;
-        Ok(true)
+        self.end(code << 8, true)
     }
 }
 

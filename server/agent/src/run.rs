@@ -465,13 +465,15 @@ pub fn supervise(
         // went missing, wake us meanwhile. A process of its own cannot: once
         // its pipes closed it is about to be reapable, so poll closely for a
         // moment; otherwise the pipes' end wakes us.
-        let tick = match closed_at {
-            _ if !child.polled() => match quota {
+        let tick = if !child.polled() {
+            match quota {
                 Some(_) => next_disk_check.saturating_duration_since(now),
                 None => RESIDENT_LOOK,
-            },
-            Some(at) if at.elapsed() < Duration::from_millis(50) => Duration::from_micros(200),
-            _ => Duration::from_millis(5),
+            }
+        } else if closed_at.is_some_and(|at| at.elapsed() < Duration::from_millis(50)) {
+            Duration::from_micros(200)
+        } else {
+            Duration::from_millis(5)
         };
         match events.recv_timeout(tick.min(deadline - now)) {
             Ok(Event::Cancel) => {
