@@ -591,6 +591,10 @@ async fn the_store_moves_jobs_only_as_the_lifecycle_allows(db: PgPool) {
         "update job set error_code = 'nonzero_exit' where job_id = $1",
         "update job set state = 'failed' where job_id = $1",
         "update job set state = 'failed', error_code = 'out_of_luck' where job_id = $1",
+        "update job set kind = 'mystery' where job_id = $1",
+        "update job set source = 'lukewarm' where job_id = $1",
+        "update job set traceparent = '00-not-a-trace' where job_id = $1",
+        "update job set state = 'paused' where job_id = $1",
     ] {
         let refused = sqlx::query(sql).bind(id).execute(&db).await.unwrap_err();
         assert!(
@@ -603,7 +607,7 @@ async fn the_store_moves_jobs_only_as_the_lifecycle_allows(db: PgPool) {
     }
 
     // A name the code does not know is an error when read, never a default.
-    sqlx::query("alter table job drop constraint job_kind_check")
+    sqlx::query("alter domain job_kind drop constraint job_kind_check")
         .execute(&db)
         .await
         .unwrap();
