@@ -18,7 +18,11 @@
 //!    the pods (agents, sandboxes, jobs) and the rest of the machine;
 //!    beside them, what one process costs on this machine whoever starts it
 //!    (`true` spawned and reaped on its own, no sandbox): the floor under a
-//!    real process per job, which graphile-worker's jobs do not pay;
+//!    real process per job, which graphile-worker's jobs do not pay, with
+//!    what one `cpuid` costs (glibc's start runs dozens, each a trap to the
+//!    hypervisor in a VM: the machine sets much of that floor); the header
+//!    says whether the pods are sandboxed (without bubblewrap they are not,
+//!    and these rows are not the figures to compare);
 //! 5. an agent loop of 50 sequential tool calls, each importing one extra
 //!    package from a local wheelhouse, on the caller's warm pod versus a fresh
 //!    pod per job.
@@ -479,6 +483,46 @@ fn process_floor() -> (f64, f64) {
     (wall, CpuTime::now().since(cpu).machine / f64::from(N))
 }
 
+/// What one `cpuid` instruction costs on this machine, in microseconds:
+/// executed natively on bare metal, a trap to the hypervisor in a VM. Every
+/// dynamically linked process runs dozens while glibc detects the CPU's
+/// caches, so it sets much of the floor under a process per job.
+fn cpuid_us() -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const N: u32 = 2_000;
+        let start = Instant::now();
+        for _ in 0..N {
+            // Leaf 2 (cache descriptors): what glibc's cache detection reads.
+            std::hint::black_box(std::arch::x86_64::__cpuid(std::hint::black_box(2)));
+        }
+        Some(start.elapsed().as_secs_f64() * 1e6 / f64::from(N))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// How the service isolates its pods here, from `GET /v1/profiles`: the
+/// figures below measure a sandboxed process per job only where namespaces
+/// are available (the local runtime runs jobs unsandboxed, and costlier,
+/// without bubblewrap).
+async fn isolation(app: &TestApp, key: &str) -> String {
+    let (status, v) = app.get(key, "/v1/profiles").await;
+    assert_eq!(status, 200, "{v}");
+    let sandboxed = v["mechanisms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["name"] == "namespaces" && m["available"] == true);
+    if sandboxed {
+        "a bubblewrap sandbox each (pid, ipc, uts, cgroup and network namespaces)".to_owned()
+    } else {
+        "NOT sandboxed (bubblewrap is missing): the Hearth rows below are not the figures to \
+         compare; install bubblewrap"
+            .to_owned()
+    }
+}
+
 async fn agent_loop(app: &Arc<TestApp>, key: &str, fresh: bool) -> (f64, Vec<String>) {
     let code = "import json, os, hearthbenchpkg\njson.dump({'v': hearthbenchpkg.VALUE}, open(os.environ['HEARTH_OUTPUT'], 'w'))\n";
     let start = Instant::now();
@@ -527,6 +571,13 @@ fn main() {
             "a process per job: `true` spawned and reaped alone costs {cpu:.2} ms of machine CPU \
              ({wall:.2} ms)"
         );
+        if let Some(us) = cpuid_us() {
+            println!(
+                "  of which the machine decides much: one `cpuid` costs {us:.2} us here (a trap to \
+                 the hypervisor in a VM), and glibc's start in every process runs dozens"
+            );
+        }
+        println!("pods: {}", isolation(&app, &t.key).await);
         println!();
         let db = hearth_store::connect(&db_url, false, 2).await.unwrap();
         println!(
