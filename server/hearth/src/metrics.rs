@@ -24,7 +24,7 @@
 //! | `hearth_queue_depth` | gauge | `profile` | jobs accepted and waiting for pods |
 //! | `hearth_pods_lost_total` | counter | `profile`, `reason` | pods that went away without the scheduler asking, by the runtime's reason (`deleted`, `evicted`, `oom_killed`, `node_lost`, `failed`, `exited` for a local agent) |
 //! | `hearth_leader` | gauge | | 1 on the replica that schedules (holds the lease), else 0; the pool series come from it alone |
-//! | `hearth_job_writes_total` | counter | `write`, `how` | jobs' acceptances, assignments and ends (`write`: `accept`, `assignment`, `end`) written through the group commit, `alone` or `shared` with others |
+//! | `hearth_job_writes_total` | counter | `write`, `how` | jobs' acceptances, assignments, starts and ends (`write`: `accept`, `assignment`, `start`, `end`) written through the group commit, `alone` or `shared` with others |
 //! | `hearth_shared_writes_total` | counter | `write` | shared writes (one statement and commit each); `hearth_job_writes_total{how="shared"}` over this is the jobs' writes each one carried |
 
 use std::sync::atomic::AtomicU64;

@@ -490,6 +490,49 @@ pub async fn start(
     Ok(done.rows_affected() == 1)
 }
 
+/// One job's start, for [`start_many`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Start {
+    pub job_id: Uuid,
+    pub acquire_ms: f64,
+    pub bind_ms: f64,
+}
+
+/// [`start`] for many jobs at once, in one statement: what the scheduler's
+/// group commit of starts runs (a step's jobs, submitted together, start
+/// together). Returns the jobs it started; a job left out was no longer
+/// assigned, or `epoch` is not current.
+///
+/// Meant for a writer's connection ([`crate::connect_relaxed`]), where it
+/// is planned once, through the key.
+#[tracing::instrument(skip(db, starts), fields(jobs = starts.len()))]
+pub async fn start_many(
+    db: impl PgExecutor<'_>,
+    epoch: i64,
+    starts: &[&Start],
+) -> Result<Vec<Uuid>> {
+    let ids: Vec<Uuid> = starts.iter().map(|s| s.job_id).collect();
+    let acquire: Vec<f64> = starts.iter().map(|s| s.acquire_ms).collect();
+    let bind: Vec<f64> = starts.iter().map(|s| s.bind_ms).collect();
+    sqlx::query_scalar(
+        "update job set state = $4, started_at = now(), acquire_ms = u.u_acquire_ms,
+                        bind_ms = u.u_bind_ms
+           from unnest($1::uuid[], $2::float8[], $3::float8[]) as u(u_job_id, u_acquire_ms, u_bind_ms)
+         where job.job_id = u.u_job_id and job.state = any($5)
+           and exists (select 1 from leadership where epoch = $6 for share)
+         returning job.job_id",
+    )
+    .bind(&ids)
+    .bind(&acquire)
+    .bind(&bind)
+    .bind(State::Running)
+    .bind(State::before(State::Running))
+    .bind(epoch)
+    .fetch_all(db)
+    .await
+    .map_err(Into::into)
+}
+
 /// `assigned | running -> queued`: the job's pod was lost and it may run
 /// again. Returns false when the job has had `max_attempts` attempts (or no
 /// longer holds pods, or was cancelled), or `epoch` is not current.

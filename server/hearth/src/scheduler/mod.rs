@@ -427,8 +427,10 @@ struct Inner {
     settings: Settings,
     metrics: Arc<Metrics>,
     recorder: record::Recorder,
-    /// Group commits of job assignments (relaxed) and ends (durable).
+    /// Group commits of job assignments and starts (relaxed) and ends
+    /// (durable).
     assignments: writes::Assignments,
+    starts: writes::Starts,
     ends: writes::Ends,
     /// The policy's epoch.
     epoch: Instant,
@@ -523,6 +525,7 @@ impl Scheduler {
             inner: Arc::new(Inner {
                 recorder: record::Recorder::start(db.clone()),
                 assignments: writes::Assignments::start(relaxed.clone(), Arc::clone(&metrics)),
+                starts: writes::Starts::start(relaxed.clone(), Arc::clone(&metrics)),
                 ends: writes::Ends::start(writers, Arc::clone(&metrics)),
                 db,
                 relaxed,

@@ -20,7 +20,7 @@ use hearth_core::job::Code;
 use hearth_core::{ErrorCode, Source, State};
 use hearth_pool::PodId;
 use hearth_runtime::{Pod, client};
-use hearth_store::job::{Assign, Finish};
+use hearth_store::job::{Assign, Finish, Start};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::SpanContext;
 use time::OffsetDateTime;
@@ -693,7 +693,8 @@ impl Scheduler {
                                         _ = skipped => return,
                                         () = tokio::time::sleep(START_LINGER) => {}
                                     }
-                                    if let Err(e) = hearth_store::job::start(&this.inner.relaxed, this.epoch(), job_id, acquire_ms, bind_ms).await {
+                                    let start = writes::Started { epoch: this.epoch(), start: Start { job_id, acquire_ms, bind_ms } };
+                                    if let Err(e) = this.inner.starts.write(start).await {
                                         tracing::error!(%job_id, error = %e, "recording the start failed");
                                     }
                                 })));

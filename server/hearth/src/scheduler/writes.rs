@@ -1,11 +1,12 @@
-//! The two writes every job makes, through [`Group`]s: its assignment
-//! (relaxed) and its end (durable). Concurrent ones share a statement and a
-//! commit: one per leadership epoch (and, for ends, final state).
+//! The writes every job makes on its way, through [`Group`]s: its assignment
+//! and its start (relaxed), and its end (durable). Concurrent ones share a
+//! statement and a commit: one per leadership epoch (and, for ends, final
+//! state).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use hearth_store::job::{Assign, Finish, JobRow};
+use hearth_store::job::{Assign, Finish, JobRow, Start};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -104,18 +105,63 @@ impl Write for AssignWrite {
         conn: &mut PgConnection,
         items: &[Assignment],
     ) -> Result<Vec<Option<i32>>, hearth_store::Error> {
-        let groups = by_epoch(items, |a| a.epoch, |a| &a.assign);
-        let one_statement = groups.len() == 1;
         let write = async |conn: &mut PgConnection, epoch, group: &[&Assign]| {
             hearth_store::job::assign_many(conn, epoch, group).await
         };
-        let mut attempts: HashMap<Uuid, i32> = in_one_commit(conn, &groups, one_statement, write)
+        let mut attempts: HashMap<Uuid, i32> =
+            per_epoch(conn, items, |a| a.epoch, |a| &a.assign, write)
+                .await?
+                .into_iter()
+                .collect();
+        Ok(items
+            .iter()
+            .map(|a| attempts.remove(&a.assign.job_id))
+            .collect())
+    }
+}
+
+/// One job's start (`assigned -> running`) by the leader of `epoch`.
+#[derive(Debug)]
+pub(super) struct Started {
+    pub epoch: i64,
+    pub start: Start,
+}
+
+/// Writes [`Started`]s: whether the job started (`false`: it was no longer
+/// assigned, or the epoch is not current; see [`hearth_store::job::start`]).
+#[derive(Debug)]
+pub(super) struct StartWrite;
+
+pub(super) type Starts = Group<StartWrite>;
+
+impl Write for StartWrite {
+    type Item = Started;
+    type Out = bool;
+    const NAME: &'static str = "start";
+
+    async fn one(conn: &mut PgConnection, s: &Started) -> Result<bool, hearth_store::Error> {
+        let Start {
+            job_id,
+            acquire_ms,
+            bind_ms,
+        } = s.start;
+        hearth_store::job::start(conn, s.epoch, job_id, acquire_ms, bind_ms).await
+    }
+
+    async fn many(
+        conn: &mut PgConnection,
+        items: &[Started],
+    ) -> Result<Vec<bool>, hearth_store::Error> {
+        let write = async |conn: &mut PgConnection, epoch, group: &[&Start]| {
+            hearth_store::job::start_many(conn, epoch, group).await
+        };
+        let started: HashSet<Uuid> = per_epoch(conn, items, |s| s.epoch, |s| &s.start, write)
             .await?
             .into_iter()
             .collect();
         Ok(items
             .iter()
-            .map(|a| attempts.remove(&a.assign.job_id))
+            .map(|s| started.contains(&s.start.job_id))
             .collect())
     }
 }
@@ -151,6 +197,20 @@ fn by_epoch<'a, T, V>(
         }
     }
     groups
+}
+
+/// Runs `write` for `items` on one connection: one statement per leadership
+/// epoch (what `epoch` says), each on its items' values (what `value`
+/// makes), all in one commit. Their outcomes, epoch by epoch.
+async fn per_epoch<'a, T, V, R>(
+    conn: &mut PgConnection,
+    items: &'a [T],
+    epoch: impl Fn(&T) -> i64,
+    value: impl Fn(&'a T) -> V,
+    write: impl AsyncFn(&mut PgConnection, i64, &[V]) -> Result<Vec<R>, hearth_store::Error>,
+) -> Result<Vec<R>, hearth_store::Error> {
+    let groups = by_epoch(items, epoch, value);
+    in_one_commit(conn, &groups, groups.len() == 1, write).await
 }
 
 /// Runs `write` for each epoch's group on one connection: on its own when
@@ -246,6 +306,84 @@ mod tests {
             .into_iter()
             .map(Result::unwrap)
             .collect()
+    }
+
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn concurrent_starts_share_a_statement_and_start_only_assigned_jobs(db: PgPool) {
+        let ids = queued_jobs(&db, 12).await;
+        let metrics = Arc::new(Metrics::default());
+        let assignments = Assignments::start(db.clone(), Arc::clone(&metrics));
+        assert_eq!(
+            assign_all(&assignments, &ids[..10]).await,
+            vec![Some(1); 10]
+        );
+        let starts = Starts::start(db.clone(), Arc::clone(&metrics));
+        let start = |id: Uuid, epoch: i64| {
+            starts.write(Started {
+                epoch,
+                start: Start {
+                    job_id: id,
+                    acquire_ms: 1.5,
+                    bind_ms: 2.5,
+                },
+            })
+        };
+        // Handed over together: eight assigned jobs of the current leader,
+        // one of a stale leader (epoch 7), and the two jobs still queued.
+        let handed =
+            ids[..8]
+                .iter()
+                .map(|id| (*id, 0))
+                .chain([(ids[8], 7), (ids[10], 0), (ids[11], 0)]);
+        let started: Vec<bool> = futures::future::join_all(handed.map(|(id, e)| start(id, e)))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let mut expected = vec![true; 8];
+        expected.extend([false; 3]);
+        assert_eq!(started, expected);
+        for (i, id) in ids.iter().enumerate() {
+            let (state, acquire, bind, started_at): (
+                State,
+                Option<f64>,
+                Option<f64>,
+                Option<time::OffsetDateTime>,
+            ) = sqlx::query_as(
+                "select state, acquire_ms, bind_ms, started_at from job where job_id = $1",
+            )
+            .bind(id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+            let want = match i {
+                0..8 => State::Running,
+                8 | 9 => State::Assigned,
+                _ => State::Queued,
+            };
+            assert_eq!(state, want, "job {i}");
+            assert_eq!(
+                (acquire, bind, started_at.is_some()),
+                if want == State::Running {
+                    (Some(1.5), Some(2.5), true)
+                } else {
+                    (None, None, false)
+                },
+                "job {i}"
+            );
+        }
+        // They were handed over at once: all shared writes, or the first
+        // went alone and the rest, waiting for it, shared the next.
+        let (alone, shared) = (
+            metrics.jobs_written_so_far("start", "alone"),
+            metrics.jobs_written_so_far("start", "shared"),
+        );
+        assert_eq!(alone + shared, 11);
+        assert!(shared >= 2, "{alone} alone, {shared} shared");
+        // A job starts once: again, alone, it is refused.
+        assert!(!start(ids[0], 0).await.unwrap());
+        // And a lone start of an assigned job goes through.
+        assert!(start(ids[9], 0).await.unwrap());
     }
 
     #[sqlx::test(migrations = "../../migrations")]
