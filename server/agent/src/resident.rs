@@ -46,7 +46,7 @@ const HEADER_LEN: usize = 16;
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
 /// What an empty pipe takes without blocking its writer, however low the
 /// system's per-user pipe limits have pushed its capacity (one page).
-const PIPE_MIN_CAPACITY: usize = 4096;
+pub(crate) const PIPE_MIN_CAPACITY: usize = 4096;
 /// How much of the supervisor's frames the agent reads at once.
 const FRAME_BUFFER: usize = 64 * 1024;
 /// How much of a job's pipe the supervisor reads at once.

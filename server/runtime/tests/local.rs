@@ -1273,6 +1273,21 @@ async fn agent_without_a_sandbox_over_tcp() {
     );
     assert_eq!(out["cwd"], root.join("work").display().to_string());
     assert_eq!(out["stdin"], json!([1, 2]));
+    // Input that fits in a pipe and input that does not both arrive whole;
+    // a job that leaves a large input unread ends as it would anyway.
+    let count = "import sys; data = sys.stdin.read(); print(len(data))";
+    for input in [json!("x".repeat(3000)), json!("y".repeat(200_000))] {
+        let want = serde_json::to_string(&input).unwrap().len().to_string();
+        let mut run = job(&["python3", "-c", count]);
+        run.input = input;
+        let frames = run_all(&pod, run).await;
+        assert_eq!(lines(&frames, Stream::Stdout), [want], "{frames:?}");
+    }
+    let mut run = job(&["sh", "-c", "echo unread; exit 3"]);
+    run.input = json!("z".repeat(200_000));
+    let frames = run_all(&pod, run).await;
+    assert_eq!(lines(&frames, Stream::Stdout), ["unread"], "{frames:?}");
+    assert_eq!(exit_of(&frames).code, Some(3), "{frames:?}");
 
     // Without a pid namespace or cgroup, the process group still takes the
     // whole tree down.
