@@ -46,7 +46,7 @@ const HEADER_LEN: usize = 16;
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
 /// What an empty pipe takes without blocking its writer, however low the
 /// system's per-user pipe limits have pushed its capacity (one page).
-pub(crate) const PIPE_MIN_CAPACITY: usize = 4096;
+const PIPE_MIN_CAPACITY: usize = 4096;
 /// How much of the supervisor's frames the agent reads at once.
 const FRAME_BUFFER: usize = 64 * 1024;
 /// How much of a job's pipe the supervisor reads at once.
@@ -437,20 +437,8 @@ impl<W: Write> Run<'_, W> {
                 return self.refuse(&format!("cannot run {program}: {e}"), code);
             }
         };
-        if let Some(mut stdin) = child.stdin.take() {
-            if job.stdin.len() <= PIPE_MIN_CAPACITY {
-                // Fits in an empty pipe: written at once, whether or not the
-                // job ever reads it. Dropping the pipe closes it.
-                let _ = stdin.write_all(job.stdin.as_bytes());
-            } else {
-                let input = job.stdin.clone().into_bytes();
-                // A job that never reads its stdin must not block the supervisor.
-                std::thread::Builder::new()
-                    .name("stdin".into())
-                    .spawn(move || {
-                        let _ = stdin.write_all(&input);
-                    })?;
-            }
+        if let Some(stdin) = child.stdin.take() {
+            feed_stdin(stdin, job.stdin.as_bytes())?;
         }
         let mut pipes = [
             child.stdout.take().map(|p| File::from(OwnedFd::from(p))),
@@ -561,6 +549,25 @@ impl<W: Write> Run<'_, W> {
             .push(STDERR, format!("hearth-agent: {message}\n").as_bytes());
         self.end(code << 8, true)
     }
+}
+
+/// Hands `input` to a job's stdin and closes it. Input that fits in an
+/// empty pipe is written at once, whether or not the job ever reads it;
+/// larger input is written by a thread of its own, so that a job that never
+/// reads its stdin blocks nobody. Fails only if that thread cannot start.
+pub(crate) fn feed_stdin(mut stdin: ChildStdin, input: &[u8]) -> io::Result<()> {
+    if input.len() <= PIPE_MIN_CAPACITY {
+        // Dropping the pipe closes it.
+        let _ = stdin.write_all(input);
+        return Ok(());
+    }
+    let input = input.to_vec();
+    std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || {
+            let _ = stdin.write_all(&input);
+        })?;
+    Ok(())
 }
 
 /// Live processes of the sandbox other than its init (pid 1) and this

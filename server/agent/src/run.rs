@@ -3,7 +3,7 @@
 //! enforces the timeout and cancellation, and reads the output file.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use hearth_core::agent::{Frame, INPUT_ENV, OUTPUT_ENV, Outcome, Run, Stream};
 
 use crate::args::SandboxKind;
 use crate::bind;
-use crate::resident::{ExitWatch, PIPE_MIN_CAPACITY, Resident};
+use crate::resident::{ExitWatch, Resident};
 use crate::sandbox::{self, Inside, Sandbox};
 use crate::serve::{Agent, Exchange, Out, error_frame};
 
@@ -232,20 +232,8 @@ fn start(agent: &Agent, ex: &Exchange, job: &Job<'_>, bound: impl FnOnce()) -> i
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = agent.sandbox.spawn(cmd)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        if job.input.len() <= PIPE_MIN_CAPACITY {
-            // Fits in an empty pipe: written at once, whether or not the job
-            // ever reads it, without a thread. Dropping the pipe closes it.
-            let _ = stdin.write_all(&job.input);
-        } else {
-            let input = job.input.clone();
-            // A job that never reads its stdin must not block the agent.
-            let _ = std::thread::Builder::new()
-                .name("stdin".into())
-                .spawn(move || {
-                    let _ = stdin.write_all(&input);
-                });
-        }
+    if let Some(stdin) = child.stdin.take() {
+        let _ = crate::resident::feed_stdin(stdin, &job.input);
     }
     bound();
     let gen_ = ex.next_gen();
