@@ -859,8 +859,8 @@ pub enum Reason {
     /// More standby pods than the target.
     StandbySurplus { have: u32, target: u32 },
     /// The caller was quiet longer than its keep-alive, and the pool had
-    /// `have` standby pods of the `target` (this caller's return counted
-    /// among them): its pod, up already, is kept as one, wiped.
+    /// `have` standby pods ready of the `target` (this caller's return
+    /// counted among them): its pod, up already, is kept as one, wiped.
     KeptAsStandby {
         caller: CallerId,
         keep_alive_ms: u64,

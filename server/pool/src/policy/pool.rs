@@ -548,18 +548,22 @@ impl Pool {
     }
 
     /// Whether the caller's current burst here is over while its loop runs
-    /// on elsewhere: its bursts are periodic, and it has run here as many
-    /// jobs as in any of its recent bursts. Its pod then follows its
-    /// keep-alive (and is re-warmed for the next burst) instead of waiting
-    /// for the loop to finish its step in another pool. `Some`: the basis
-    /// its keep-alive then has.
+    /// on elsewhere: its bursts are periodic, each of its recent bursts ran
+    /// the same number of jobs here, and this one has run as many. Its pod
+    /// then follows its keep-alive (and is re-warmed for the next burst)
+    /// instead of waiting for the loop to finish its step in another pool.
+    /// Where the sizes vary, no count says the step here is over (a step
+    /// larger than any remembered would lose its pod mid-step), so the pod
+    /// waits for the loop. `Some`: the basis its keep-alive then has.
     fn burst_done(&self, caller: CallerId) -> Option<Basis> {
         let c = self.callers.get(&caller)?;
-        let most = c.burst_sizes.as_slice().iter().max().copied()?;
+        let sizes = c.burst_sizes.as_slice();
+        let most = sizes.iter().max().copied()?;
         let b = self.next_burst(caller)?;
         let done = c.in_flight == 0
             && c.queued.is_empty()
-            && c.burst_sizes.len() >= self.cfg.rewarm.min_periods as usize
+            && sizes.len() >= self.cfg.rewarm.min_periods as usize
+            && sizes.iter().all(|&n| n == most)
             && c.burst_jobs >= most;
         done.then_some(Basis::BurstDone {
             jobs: c.burst_jobs,
@@ -741,13 +745,27 @@ impl Pool {
 
     /// Idle warm pod `pod` (`w`) is past its keep-alive, which ran out at
     /// `t`. It is kept as a standby pod, wiped and shrunk to a standby
-    /// share, when the pool has fewer standby pods than its target (it is
+    /// share, when the pool has fewer standby pods than its target: it is
     /// up now, where a refill would hold the same share through a pod
-    /// start); otherwise it is released.
+    /// start. Where the target is met only by counting pods still starting,
+    /// it takes the place of the latest of them (cancelled) when re-warms
+    /// and expected bursts due before that one is up outnumber the standby
+    /// pods ready: a loop whose steps come sooner than a pod starts would
+    /// otherwise find its standby pods still starting. Otherwise it is
+    /// released.
     fn retire(&mut self, pod: PodId, w: Warm, t: Instant, out: &mut Vec<Decision>) {
         let keep_alive_ms = t.as_millis() - w.armed.as_millis();
-        let (have, target) = (self.standby_have(), self.standby_target());
-        if !self.mode.standby || have >= target {
+        let (ready, have, target) = (
+            self.standby.len() as u32,
+            self.standby_have(),
+            self.standby_target(),
+        );
+        let replaces = if self.mode.standby && have >= target {
+            self.replaceable_start()
+        } else {
+            None
+        };
+        if !self.mode.standby || (have >= target && replaces.is_none()) {
             let reason = Reason::KeepAliveExpired {
                 caller: w.caller,
                 idle_ms: self.now.as_millis() - w.since.as_millis(),
@@ -755,6 +773,13 @@ impl Pool {
                 basis: w.basis,
             };
             return self.release(pod, reason, out);
+        }
+        if let Some(start) = replaces {
+            let surplus = Reason::StandbySurplus {
+                have: have + 1,
+                target,
+            };
+            self.release(start, surplus, out);
         }
         self.detach(pod);
         self.unbound(pod, out);
@@ -764,10 +789,27 @@ impl Pool {
             reason: Reason::KeptAsStandby {
                 caller: w.caller,
                 keep_alive_ms,
-                have,
+                have: ready,
                 target,
             },
         });
+    }
+
+    /// The latest standby pod still starting, if it comes too late: more
+    /// re-warms and expected bursts are due before it is up than there are
+    /// standby pods ready.
+    fn replaceable_start(&self) -> Option<PodId> {
+        let (&id, latest) = self
+            .pods
+            .iter()
+            .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
+            .max_by_key(|&(&id, p)| (p.started, id))?;
+        let up = (
+            latest.started + Duration::from_millis(self.start_time.ms()),
+            CallerId(u64::MAX),
+        );
+        let due = self.rewarms.range(..up).count();
+        (due > self.standby.len()).then_some(id)
     }
 
     /// Standby pods, ready or starting.
@@ -3001,11 +3043,11 @@ mod tests {
         assert!(at(&mut pool, 0, Event::Tick).is_empty());
     }
 
-    #[test]
-    fn a_pod_past_its_keep_alive_is_kept_as_standby_when_standby_is_short() {
+    /// A pool of [`expected_bursts_alone`] where `caller`'s first job found
+    /// no standby and started a pod of its own (ready at 30 s), warm and idle
+    /// since its job ended at 31 s.
+    fn warm_alone(caller: CallerId) -> (Pool, PodId) {
         let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
-        let caller = CallerId(1);
-        // No standby: the first job starts a pod of its own.
         let req = Request::new(JobId(0), caller, TenantId(0));
         let pod = at(&mut pool, 0, Event::JobQueued(req))
             .iter()
@@ -3016,6 +3058,13 @@ mod tests {
             .unwrap();
         at(&mut pool, 30_000, Event::PodReady { pod });
         at(&mut pool, 31_000, Event::JobFinished { job: JobId(0) });
+        (pool, pod)
+    }
+
+    #[test]
+    fn a_pod_past_its_keep_alive_is_kept_as_standby_when_standby_is_short() {
+        let caller = CallerId(1);
+        let (mut pool, pod) = warm_alone(caller);
         // Its keep-alive runs out. Expected back within the horizon, the
         // caller needs a standby pod, and its own pod, up already, is one:
         // wiped, holding a standby share; nothing started, nothing released.
@@ -3061,6 +3110,67 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_past_its_keep_alive_replaces_a_standby_start_that_comes_too_late() {
+        // A warm idle pod of caller 1, and two re-warms of other callers due
+        // at `due_ms`, for which the pool starts two standby pods at 31 s.
+        let setup = |due_ms: u64| {
+            let (mut pool, pod) = warm_alone(CallerId(1));
+            let due = Instant::from_millis(due_ms);
+            for c in [2, 3] {
+                let size = pool.cfg.pod_shares;
+                Pool::caller(&mut pool.callers, pool.now, CallerId(c), TenantId(0), size)
+                    .rewarm_at = Some(due);
+                pool.rewarms.insert((due, CallerId(c)));
+            }
+            let starts: Vec<PodId> = at(&mut pool, 31_000, Event::Tick)
+                .iter()
+                .filter_map(|d| match d {
+                    Decision::StartPod {
+                        pod,
+                        purpose: Purpose::Standby,
+                        ..
+                    } => Some(*pod),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(starts.len(), 2);
+            let PodState::Warm(w) = pool.pods[&pod].state else {
+                unreachable!()
+            };
+            (pool, pod, w, starts)
+        };
+        // Due in 5 s, long before the starts are up: the pod, up now, is
+        // kept as standby in place of the later start.
+        let (mut pool, pod, w, starts) = setup(36_000);
+        let mut out = Vec::new();
+        pool.retire(pod, w, pool.now, &mut out);
+        pool.check_invariants();
+        assert!(
+            matches!(
+                out.as_slice(),
+                [
+                    Decision::Release { pod: cancelled, reason: Reason::StandbySurplus { have: 3, target: 2 } },
+                    Decision::Reset { pod: kept, reason: Reason::KeptAsStandby { have: 0, target: 2, .. }, .. },
+                ] if *cancelled == starts[1] && *kept == pod
+            ),
+            "{out:?}"
+        );
+        assert_eq!(pool.standby_have(), 2);
+        // Due after the starts are up (within the re-warm notice, so they
+        // count): the pod is released as before.
+        let (mut pool, pod, w, _) = setup(31_000 + NOTICE - 1_000);
+        let mut out = Vec::new();
+        pool.retire(pod, w, pool.now, &mut out);
+        assert!(
+            matches!(
+                out.as_slice(),
+                [Decision::Release { pod: p, reason: Reason::KeepAliveExpired { .. } }] if *p == pod
+            ),
+            "{out:?}"
+        );
+    }
+
+    #[test]
     fn a_caller_quiet_after_its_first_burst_is_expected_back_within_the_horizon() {
         let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
         let caller = CallerId(1);
@@ -3099,8 +3209,11 @@ mod tests {
         assert_eq!(pool.handovers_due.len(), 1);
     }
 
-    #[test]
-    fn a_pod_whose_periodic_burst_is_done_is_not_held_while_the_loop_runs_on() {
+    /// Steps every 100 s of a loop that runs `sizes[step]` jobs here
+    /// between jobs in another pool, then pauses. Its warm pod's expiry and
+    /// basis once the step's jobs here are done and the loop runs on
+    /// elsewhere, step by step.
+    fn steps_here(sizes: &[u64]) -> Vec<(Option<Instant>, Basis)> {
         let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
         let caller = CallerId(1);
         // Every pod starts at once.
@@ -3112,20 +3225,12 @@ mod tests {
             }
         };
         let busy = |busy| Event::LoopBusy { caller, busy };
-        let expires = |pool: &Pool| {
-            let pod = pool.callers[&caller].warm[0];
-            match pool.pods[&pod].state {
-                PodState::Warm(w) => (w.expires, w.basis),
-                _ => unreachable!(),
-            }
-        };
-        // Steps every 100 s: the loop runs two jobs here between jobs in
-        // another pool, then pauses.
         let mut job = 0;
-        for step in 0..5u64 {
+        let mut seen = Vec::new();
+        for (step, &n) in (0u64..).zip(sizes) {
             let t = step * 100_000;
             drive(&mut pool, t, busy(true));
-            for k in 0..2u64 {
+            for k in 0..n {
                 let t = t + 1_000 + k * 4_000;
                 drive(&mut pool, t, busy(false));
                 let req = Request::new(JobId(job), caller, TenantId(0));
@@ -3134,17 +3239,38 @@ mod tests {
                 drive(&mut pool, t + 1_000, busy(true));
                 job += 1;
             }
-            // Its second job here done, the loop runs on elsewhere: until
-            // its steps are periodic the pod waits for it; then it follows
-            // its keep-alive, as the step here is done.
-            let (expiry, basis) = expires(&pool);
+            let pod = pool.callers[&caller].warm[0];
+            match pool.pods[&pod].state {
+                PodState::Warm(w) => seen.push((w.expires, w.basis)),
+                _ => unreachable!(),
+            }
+            drive(&mut pool, t + 10_000, busy(false));
+        }
+        seen
+    }
+
+    #[test]
+    fn a_pod_whose_periodic_burst_is_done_is_not_held_while_the_loop_runs_on() {
+        // Two jobs here a step: until its steps are periodic the pod waits
+        // for the loop; then it follows its keep-alive, as the step here is
+        // done.
+        for (step, (expiry, basis)) in steps_here(&[2; 5]).into_iter().enumerate() {
             if step < 3 {
                 assert_eq!(expiry, None, "step {step}");
             } else {
                 assert!(expiry.is_some(), "step {step}");
                 assert!(matches!(basis, Basis::BurstDone { jobs: 2, .. }));
             }
-            drive(&mut pool, t + 10_000, busy(false));
+        }
+    }
+
+    #[test]
+    fn a_pod_is_held_while_the_loop_runs_on_when_its_bursts_vary_in_size() {
+        // Two or three jobs here a step: no count says the step here is
+        // over (the next may be larger than any so far), so the pod waits
+        // for the loop every time.
+        for (step, (expiry, _)) in steps_here(&[2, 3, 2, 3, 2, 3]).into_iter().enumerate() {
+            assert_eq!(expiry, None, "step {step}");
         }
     }
 }
