@@ -799,17 +799,22 @@ impl Pool {
     /// re-warms and expected bursts are due before it is up than there are
     /// standby pods ready.
     fn replaceable_start(&self) -> Option<PodId> {
-        let (&id, latest) = self
-            .pods
-            .iter()
-            .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
-            .max_by_key(|&(&id, p)| (p.started, id))?;
+        let id = self.standby_starts().max()?;
         let up = (
-            latest.started + Duration::from_millis(self.start_time.ms()),
+            self.pods[&id].started + Duration::from_millis(self.start_time.ms()),
             CallerId(u64::MAX),
         );
         let due = self.rewarms.range(..up).count();
         (due > self.standby.len()).then_some(id)
+    }
+
+    /// Standby pods still starting. Pod ids grow with each start, so the
+    /// largest is the latest start.
+    fn standby_starts(&self) -> impl Iterator<Item = PodId> + '_ {
+        self.pods
+            .iter()
+            .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
+            .map(|(&id, _)| id)
     }
 
     /// Standby pods, ready or starting.
@@ -2372,13 +2377,7 @@ impl Pool {
                     (t.warm.saturating_sub(u64::from(pod.placement.shares())) >= floor).then_some(p)
                 })
                 .or_else(|| self.standby.last().copied())
-                .or_else(|| {
-                    self.pods
-                        .iter()
-                        .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
-                        .map(|(&id, _)| id)
-                        .max()
-                });
+                .or_else(|| self.standby_starts().max());
             let Some(victim) = victim else {
                 break;
             };
@@ -2460,12 +2459,7 @@ impl Pool {
         let target = target.max(u32::try_from(far).unwrap_or(u32::MAX));
         if have > target {
             // Cancel surplus starts first: a ready standby pod is worth more.
-            let mut surplus: Vec<PodId> = self
-                .pods
-                .iter()
-                .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
-                .map(|(&id, _)| id)
-                .collect();
+            let mut surplus: Vec<PodId> = self.standby_starts().collect();
             surplus.sort_unstable();
             let mut order: Vec<PodId> = self.standby.iter().copied().collect();
             order.extend(surplus);
@@ -2925,12 +2919,7 @@ mod tests {
         assert!(pool.callers[&caller].handover_at.is_none());
         pool.schedule_rewarm(caller, b, bind);
         // Its standby pod is up by then.
-        let starting: Vec<PodId> = pool
-            .pods
-            .iter()
-            .filter(|(_, p)| matches!(p.state, PodState::Starting(Purpose::Standby)))
-            .map(|(&id, _)| id)
-            .collect();
+        let starting: Vec<PodId> = pool.standby_starts().collect();
         assert!(!starting.is_empty());
         for pod in starting {
             at(&mut pool, 322_000, Event::PodReady { pod });
