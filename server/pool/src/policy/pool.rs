@@ -232,6 +232,10 @@ struct CallerState {
     last_arrival: Option<Instant>,
     /// End of its loop's last job (here, or elsewhere as `LoopBusy` said).
     last_end: Option<Instant>,
+    /// The longest quiet gap of its loop, ended by a job elsewhere, since
+    /// its last job here (ms): its pod here idled through it, so it counts
+    /// as a pause before its next job here.
+    gap_elsewhere_ms: u64,
     /// When its loop last came back from a quiet gap of at least
     /// `rewarm.min_gap`, if it has run no job here since: its next job
     /// here belongs to the burst that started then.
@@ -890,13 +894,15 @@ impl Pool {
         let caller = Self::caller(&mut self.callers, now, req.caller, req.tenant, size);
         // A pause runs from the loop's last job end to the next job's
         // submission; with jobs in flight, here or in another pool, the
-        // loop is not pausing.
+        // loop is not pausing. A loop across pools may have paused before
+        // a job elsewhere since its last job here: a pod here waited
+        // through the longest of those pauses too.
         let idle = caller.in_flight == 0 && !caller.elsewhere;
+        let elsewhere_ms = std::mem::take(&mut caller.gap_elsewhere_ms);
         let mut paused = false;
         if idle && let Some(end) = caller.last_end {
-            caller
-                .pauses
-                .push(now.as_millis().saturating_sub(end.as_millis()), history);
+            let pause = now.as_millis().saturating_sub(end.as_millis());
+            caller.pauses.push(pause.max(elsewhere_ms), history);
             paused = true;
         }
         // A burst starts with the loop's first job after a quiet gap of
@@ -1035,6 +1041,7 @@ impl Pool {
             cycle_ms: 0.0,
             last_arrival: None,
             last_end: None,
+            gap_elsewhere_ms: 0,
             resumed: None,
             last_burst: None,
             periods: Pauses::default(),
@@ -2189,8 +2196,15 @@ impl Pool {
         // The loop comes back from a quiet gap in another pool: its burst
         // starts now, here too.
         let gap = self.cfg.rewarm.min_gap;
-        if busy && c.in_flight == 0 && c.last_end.is_some_and(|e| now.saturating_since(e) >= gap) {
-            c.resumed = Some(now);
+        if busy
+            && c.in_flight == 0
+            && let Some(end) = c.last_end
+        {
+            let quiet = now.saturating_since(end);
+            if quiet >= gap {
+                c.resumed = Some(now);
+            }
+            c.gap_elsewhere_ms = c.gap_elsewhere_ms.max(millis(quiet));
         }
         if !busy && c.in_flight == 0 {
             c.last_end = Some(now);
@@ -3251,6 +3265,34 @@ mod tests {
                 assert!(matches!(basis, Basis::BurstDone { jobs: 2, .. }));
             }
         }
+    }
+
+    #[test]
+    fn a_loop_pausing_before_a_job_elsewhere_pauses_for_its_pod_here_too() {
+        let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
+        let caller = CallerId(1);
+        let busy = |busy| Event::LoopBusy { caller, busy };
+        for d in at(&mut pool, 0, Event::Tick) {
+            if let Decision::StartPod { pod, .. } = d {
+                at(&mut pool, 0, Event::PodReady { pod });
+            }
+        }
+        // A job here, then one elsewhere 50 ms after it; the loop pauses
+        // 45 s, runs another job elsewhere, and 50 ms after it comes here.
+        let job = |id| Event::JobQueued(Request::new(JobId(id), caller, TenantId(0)));
+        at(&mut pool, 0, job(0));
+        at(&mut pool, 1_000, Event::JobFinished { job: JobId(0) });
+        at(&mut pool, 1_050, busy(true));
+        at(&mut pool, 2_000, busy(false));
+        at(&mut pool, 47_000, busy(true));
+        at(&mut pool, 48_000, busy(false));
+        at(&mut pool, 48_050, job(1));
+        // Its pod here waited through the 45 s pause, not 50 ms.
+        assert_eq!(pool.callers[&caller].pauses.as_slice(), [45_000]);
+        // A pause before a job here counts as it is.
+        at(&mut pool, 49_000, Event::JobFinished { job: JobId(1) });
+        at(&mut pool, 49_500, job(2));
+        assert_eq!(pool.callers[&caller].pauses.as_slice(), [45_000, 500]);
     }
 
     #[test]
