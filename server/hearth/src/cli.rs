@@ -145,11 +145,12 @@ pub enum SimulateCommand {
         /// or a member (drawn from the seed) of the frontier benchmark's
         /// families: `agent-heavy` (heavier-tailed pauses, longer tools) or
         /// `rl-mixed` (workers alternating a whole-GPU and a quarter-GPU
-        /// profile, 8-24-job steps, 45-120 s pauses).
+        /// profile, 8-24-job steps, 45-120 s pauses) or `rl-jitter` (4-12-job
+        /// steps, 15-70 s pauses off by up to 30 % from step to step).
         #[arg(long)]
         kind: hearth_pool::sim::TraceKind,
         /// Callers (default: 100 agent, 32 rl; drawn from the seed for
-        /// agent-heavy and rl-mixed).
+        /// agent-heavy, rl-mixed and rl-jitter).
         #[arg(long)]
         callers: Option<u32>,
         /// Jobs in all, shared among the callers.
@@ -422,6 +423,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         ..sim::SimParams::default()
     };
     let mut frontier = Vec::new();
+    let mut floor = None;
     let summaries = if args.compare {
         let mut kinds = hearth_pool::policy::Kind::comparison_set();
         for k in sim::frontier_set() {
@@ -434,6 +436,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", args.svg.display()))?;
         eprintln!("chart written to {}", args.svg.display());
         frontier = sim::frontier_targets(&cmp.summaries);
+        floor = Some(cmp.floor_note());
         cmp.summaries
     } else {
         let kind: hearth_pool::policy::Kind = args.policy.parse()?;
@@ -446,6 +449,9 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         }
     } else {
         write!(out, "{}", sim::Summary::table(&summaries))?;
+        if let Some(floor) = &floor {
+            writeln!(out, "{floor}")?;
+        }
         for t in &frontier {
             writeln!(
                 out,

@@ -1,9 +1,9 @@
-//! The frontier benchmark: on each member of the `agent-heavy` and
-//! `rl-mixed` trace families (pause tails, profile mixes, step sizes,
-//! pauses and caller counts drawn from the seed), and on the original `rl`
-//! trace (32 workers, 20 jobs a step, a 30 s training pause) of each seed,
-//! every fixed keep-alive, always-on and firepool, cold start 30 s,
-//! promotion 1 s, warm 0.1 s. Prints each trace's table and firepool's
+//! The frontier benchmark: on each member of the `agent-heavy`, `rl-mixed`
+//! and `rl-jitter` trace families (pause tails, profile mixes, step sizes,
+//! pauses, their jitter and caller counts drawn from the seed), and on the
+//! original `rl` trace (32 workers, 20 jobs a step, a 30 s training pause)
+//! of each seed, every fixed keep-alive, always-on and firepool, cold start
+//! 30 s, promotion 1 s, warm 0.1 s. Prints each trace's table and firepool's
 //! frontier targets (dominated by no fixed keep-alive, <= 0.55 of
 //! always-on's GPU-hours, p90 start within 1.5x of always-on's, >= 95 % warm
 //! or standby, >= 95 % of always-on's loop speed-up), and writes the charts
@@ -12,7 +12,8 @@
 //! `cargo bench -p hearth-pool --bench frontier`
 //! Environment: `HEARTH_SEEDS` (comma-separated seeds or inclusive ranges
 //! such as `1..24`, default 1,2,3,4),
-//! `HEARTH_KINDS` (comma-separated, default agent-heavy,rl-mixed,rl),
+//! `HEARTH_KINDS` (comma-separated, default
+//! agent-heavy,rl-mixed,rl-jitter,rl),
 //! `HEARTH_OUT` (where traces and charts go, default the temp directory),
 //! `HEARTH_COLD_START_S` (seconds a pod takes to start, default 30).
 
@@ -33,7 +34,7 @@ fn main() {
     }
     let mut missed = 0;
     let kinds: Vec<TraceKind> = std::env::var("HEARTH_KINDS")
-        .unwrap_or_else(|_| "agent-heavy,rl-mixed,rl".to_owned())
+        .unwrap_or_else(|_| "agent-heavy,rl-mixed,rl-jitter,rl".to_owned())
         .split(',')
         .map(|k| k.trim().parse().expect("HEARTH_KINDS"))
         .collect();
@@ -53,6 +54,7 @@ fn main() {
                 svg.display()
             );
             print!("{}", Summary::table(&c.summaries));
+            println!("{}", c.floor_note());
             for t in sim::frontier_targets(&c.summaries) {
                 missed += usize::from(!t.met);
                 println!(

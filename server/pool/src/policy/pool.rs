@@ -755,21 +755,23 @@ impl Pool {
     /// it takes the place of the latest of them (cancelled) when re-warms
     /// and expected bursts due before that one is up outnumber the standby
     /// pods ready: a loop whose steps come sooner than a pod starts would
-    /// otherwise find its standby pods still starting. Otherwise it is
+    /// otherwise find its standby pods still starting. With `keep` it is
+    /// kept as standby whatever the target: its caller's re-warm, due before
+    /// any other standby pod is free for it, counts on it. Otherwise it is
     /// released.
-    fn retire(&mut self, pod: PodId, w: Warm, t: Instant, out: &mut Vec<Decision>) {
+    fn retire(&mut self, pod: PodId, w: Warm, t: Instant, keep: bool, out: &mut Vec<Decision>) {
         let keep_alive_ms = t.as_millis() - w.armed.as_millis();
         let (ready, have, target) = (
             self.standby.len() as u32,
             self.standby_have(),
             self.standby_target(),
         );
-        let replaces = if self.mode.standby && have >= target {
+        let replaces = if self.mode.standby && have >= target && !keep {
             self.replaceable_start()
         } else {
             None
         };
-        if !self.mode.standby || (have >= target && replaces.is_none()) {
+        if !self.mode.standby || (have >= target && replaces.is_none() && !keep) {
             let reason = Reason::KeepAliveExpired {
                 caller: w.caller,
                 idle_ms: self.now.as_millis() - w.since.as_millis(),
@@ -1616,12 +1618,15 @@ impl Pool {
             {
                 self.schedule_handover(w.caller, b);
             }
+            let mut keep = false;
             if let Some(b) = burst
                 && let Some(bind_at) = self.bind_at(w.caller, b)
             {
                 // Released, it is re-warmed from a standby pod: one that is
                 // ready and not claimed by an earlier re-warm, or one that
-                // can still start in time. Otherwise it is held through.
+                // can still start in time. Otherwise it stands by itself
+                // for its re-warm, kept as a standby pod; held through only
+                // where the re-warm is too near to be worth the shrinking.
                 let claimed = self.rewarms.range(..(bind_at, CallerId(u64::MAX))).count();
                 let spare = self.standby.len() > claimed;
                 let refill = bind_at >= now + self.rewarm_notice();
@@ -1629,16 +1634,19 @@ impl Pool {
                     .callers
                     .get(&w.caller)
                     .is_some_and(|c| c.rewarm_at == Some(bind_at));
-                if bind_at <= now + r.hold_under || !(spare || refill || scheduled) {
+                if bind_at <= now + r.hold_under
+                    || !(spare || refill || scheduled || self.mode.standby)
+                {
                     let basis = Basis::NextBurst {
                         period_ms: b.period_ms,
                     };
                     self.set_expiry(pod, Some(b.overdue), basis);
                     continue;
                 }
+                keep = !(spare || refill || scheduled);
                 self.schedule_rewarm(w.caller, b, bind_at);
             }
-            self.retire(pod, w, t, out);
+            self.retire(pod, w, t, keep, out);
         }
         if self.mode.budget {
             self.enforce_budget(out);
@@ -3146,7 +3154,7 @@ mod tests {
         // kept as standby in place of the later start.
         let (mut pool, pod, w, starts) = setup(36_000);
         let mut out = Vec::new();
-        pool.retire(pod, w, pool.now, &mut out);
+        pool.retire(pod, w, pool.now, false, &mut out);
         pool.check_invariants();
         assert!(
             matches!(
@@ -3163,13 +3171,83 @@ mod tests {
         // count): the pod is released as before.
         let (mut pool, pod, w, _) = setup(31_000 + NOTICE - 1_000);
         let mut out = Vec::new();
-        pool.retire(pod, w, pool.now, &mut out);
+        pool.retire(pod, w, pool.now, false, &mut out);
         assert!(
             matches!(
                 out.as_slice(),
                 [Decision::Release { pod: p, reason: Reason::KeepAliveExpired { .. } }] if *p == pod
             ),
             "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_loop_whose_pauses_are_shorter_than_a_pod_start_waits_out_each_on_a_standby_share() {
+        // Eight workers in steps of two 1 s jobs every 25 s, pods starting
+        // in 30 s: no standby pod started after a step is up before the
+        // next, and the ready ones are claimed by the re-warms due first. A
+        // worker's pod, past its keep-alive, stands by for its own re-warm
+        // (kept as standby, a standby share) instead of being held whole
+        // through the pause, and every step still starts warm.
+        let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
+        let workers: Vec<CallerId> = (1..=8).map(CallerId).collect();
+        let mut starting: Vec<(u64, PodId)> = Vec::new();
+        let mut held_through = 0;
+        let mut sources = Vec::new();
+        let starts: Vec<u64> = (0..40u64)
+            .scan(0, |at, n| {
+                let s = *at;
+                *at += 22_000 + (n * 7_919 % 7) * 1_000;
+                Some(s)
+            })
+            .collect();
+        for t in (0..600_000u64).step_by(250) {
+            let mut d = Vec::new();
+            starting.retain(|&(ready, pod)| {
+                if ready <= t {
+                    d.extend(at(&mut pool, t, Event::PodReady { pod }));
+                }
+                ready > t
+            });
+            // Steps 22 to 28 s apart, unevenly.
+            let n = starts.partition_point(|&s| s <= t) - 1;
+            let step = t - starts[n];
+            let n = n as u64;
+            for (w, &caller) in (0u64..).zip(&workers) {
+                // Worker w's jobs of the step, w x 250 ms apart.
+                let job = |k: u64| JobId(((n * 2 + k) << 8) | w);
+                let lag = w * 250;
+                for k in 0..2 {
+                    if step == lag + k * 1_500 {
+                        let req = Request::new(job(k), caller, TenantId(0));
+                        d.extend(at(&mut pool, t, Event::JobQueued(req)));
+                    }
+                    if step == lag + k * 1_500 + 1_000 {
+                        d.extend(at(&mut pool, t, Event::JobFinished { job: job(k) }));
+                    }
+                }
+                // Mid-pause, once the loop is known to be periodic.
+                if t >= 200_000 && step == 12_500 && !pool.callers[&caller].warm.is_empty() {
+                    held_through += 1;
+                }
+            }
+            d.extend(at(&mut pool, t, Event::Tick));
+            for d in d {
+                match d {
+                    Decision::StartPod { pod, .. } => starting.push((t + 30_000, pod)),
+                    Decision::Release { pod, .. } => {
+                        starting.retain(|&(_, p)| p != pod);
+                        at(&mut pool, t, Event::PodGone { pod });
+                    }
+                    Decision::Assign { source, .. } if t >= 200_000 => sources.push(source),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(held_through, 0);
+        assert!(
+            !sources.is_empty() && sources.iter().all(|&s| s == Source::Warm),
+            "{sources:?}"
         );
     }
 

@@ -23,6 +23,11 @@
 //!   steps are 8-24 jobs back to back, and a synchronous pause of 45-120 s
 //!   (a few percent of jitter per step) separates steps. Mix, step size and
 //!   pause are drawn from the seed.
+//! * `rl-jitter`: a family of RL workers with short steps (4-12 jobs) and
+//!   pauses that are short or uneven: 15-70 s, each step's pause off the
+//!   family's by up to 0-30 % (uniform, drawn from the seed), so some pauses
+//!   end before a pod could start and periods spread. Every job is on the
+//!   whole-GPU profile, or every 2nd or 3rd is a quarter-GPU verifier.
 //!
 //! All calibrate to the setting the Firepool paper reports: jobs that finish
 //! in seconds, where a 30 s cold start per job dominates a loop.
@@ -47,37 +52,42 @@ pub enum TraceKind {
     Rl,
     AgentHeavy,
     RlMixed,
+    RlJitter,
 }
 
 impl TraceKind {
     pub fn default_callers(self) -> u32 {
         match self {
             TraceKind::Agent | TraceKind::AgentHeavy => 100,
-            TraceKind::Rl | TraceKind::RlMixed => 32,
+            TraceKind::Rl | TraceKind::RlMixed | TraceKind::RlJitter => 32,
         }
     }
 
     pub fn default_jobs(self) -> u64 {
         match self {
             TraceKind::Agent | TraceKind::AgentHeavy => 10_000,
-            TraceKind::Rl | TraceKind::RlMixed => 20_480,
+            TraceKind::Rl | TraceKind::RlMixed | TraceKind::RlJitter => 20_480,
         }
     }
 
     /// The kinds `gen` writes.
-    pub fn all() -> [TraceKind; 4] {
+    pub fn all() -> [TraceKind; 5] {
         [
             TraceKind::Agent,
             TraceKind::Rl,
             TraceKind::AgentHeavy,
             TraceKind::RlMixed,
+            TraceKind::RlJitter,
         ]
     }
 
     /// The published targets of the Firepool paper this kind is checked
     /// against (agent or RL loops).
     pub fn is_rl(self) -> bool {
-        matches!(self, TraceKind::Rl | TraceKind::RlMixed)
+        matches!(
+            self,
+            TraceKind::Rl | TraceKind::RlMixed | TraceKind::RlJitter
+        )
     }
 
     /// What the seed draws for a family member, in words.
@@ -98,6 +108,19 @@ impl TraceKind {
                     s.step, s.verify_every, s.pause
                 )
             }
+            TraceKind::RlJitter => {
+                let s = RlShape::jittered(seed);
+                let verifiers = match s.verify_every {
+                    0 => "no verifier".to_owned(),
+                    n => format!("every {n} a verifier"),
+                };
+                format!(
+                    "rl-jitter: {} jobs a step, {verifiers}, pause {:.0} s +-{:.0} %",
+                    s.step,
+                    s.pause,
+                    100.0 * s.jitter.unwrap_or(0.0)
+                )
+            }
         }
     }
 }
@@ -109,6 +132,7 @@ impl fmt::Display for TraceKind {
             TraceKind::Rl => "rl",
             TraceKind::AgentHeavy => "agent-heavy",
             TraceKind::RlMixed => "rl-mixed",
+            TraceKind::RlJitter => "rl-jitter",
         })
     }
 }
@@ -122,8 +146,9 @@ impl FromStr for TraceKind {
             "rl" => Ok(TraceKind::Rl),
             "agent-heavy" => Ok(TraceKind::AgentHeavy),
             "rl-mixed" => Ok(TraceKind::RlMixed),
+            "rl-jitter" => Ok(TraceKind::RlJitter),
             _ => Err(format!(
-                "unknown trace kind {s:?}: expected agent, rl, agent-heavy or rl-mixed"
+                "unknown trace kind {s:?}: expected agent, rl, agent-heavy, rl-mixed or rl-jitter"
             )),
         }
     }
@@ -151,7 +176,8 @@ pub fn generate<W: Write>(
         TraceKind::Agent => agent(callers, jobs, seed, &mut out)?,
         TraceKind::Rl => rl(callers, jobs, seed, &mut out)?,
         TraceKind::AgentHeavy => agent_heavy(callers, jobs, seed, &mut out)?,
-        TraceKind::RlMixed => rl_mixed(callers, jobs, seed, &mut out)?,
+        TraceKind::RlMixed => rl_mixed(RlShape::of(seed), callers, jobs, seed, &mut out)?,
+        TraceKind::RlJitter => rl_mixed(RlShape::jittered(seed), callers, jobs, seed, &mut out)?,
     }
     out.flush()
 }
@@ -179,15 +205,18 @@ impl AgentShape {
     }
 }
 
-/// What a seed draws for an `rl-mixed` member.
+/// What a seed draws for an `rl-mixed` or `rl-jitter` member.
 #[derive(Debug, Clone, Copy)]
 struct RlShape {
     /// Jobs a step.
     step: u64,
-    /// Every this many jobs, one verifier.
+    /// Every this many jobs, one verifier (0: none).
     verify_every: u64,
     /// The synchronous pause between steps, s.
     pause: f64,
+    /// How far a step's pause is off `pause`, at most, as a share of it
+    /// (uniform); `None`: a few percent, log-normal (`rl-mixed`).
+    jitter: Option<f64>,
     rollout_median: f64,
 }
 
@@ -198,7 +227,32 @@ impl RlShape {
             step: 8 + r.next_u64() % 17,
             verify_every: 2 + r.next_u64() % 3,
             pause: r.uniform(45.0, 120.0),
+            jitter: None,
             rollout_median: r.uniform(1.0, 3.0),
+        }
+    }
+
+    fn jittered(seed: u64) -> RlShape {
+        let mut r = stream(seed, &[16]);
+        RlShape {
+            step: 4 + r.next_u64() % 9,
+            verify_every: [0, 2, 3][(r.next_u64() % 3) as usize],
+            pause: r.uniform(15.0, 70.0),
+            jitter: Some(r.uniform(0.0, 0.3)),
+            rollout_median: r.uniform(1.0, 3.0),
+        }
+    }
+
+    fn is_verifier(&self, j: u64) -> bool {
+        self.verify_every > 0 && j % self.verify_every == self.verify_every - 1
+    }
+
+    /// The pause after `step`, s.
+    fn pause_after(&self, seed: u64, step: u64) -> f64 {
+        let mut r = stream(seed, &[15, step]);
+        match self.jitter {
+            None => r.lognormal(self.pause, 0.03),
+            Some(j) => self.pause * (1.0 + r.uniform(-j, j)),
         }
     }
 }
@@ -247,7 +301,7 @@ fn rl_mixed_step(
         } else {
             rng.lognormal(0.05, 0.5)
         };
-        let verifier = j % shape.verify_every == shape.verify_every - 1;
+        let verifier = shape.is_verifier(j);
         let dur = if verifier {
             rng.lognormal(0.3, 0.4)
         } else {
@@ -257,11 +311,16 @@ fn rl_mixed_step(
     })
 }
 
-fn rl_mixed<W: Write>(workers: u32, jobs: u64, seed: u64, out: &mut W) -> io::Result<()> {
+fn rl_mixed<W: Write>(
+    shape: RlShape,
+    workers: u32,
+    jobs: u64,
+    seed: u64,
+    out: &mut W,
+) -> io::Result<()> {
     if workers == 0 {
         return Ok(());
     }
-    let shape = RlShape::of(seed);
     let w = u64::from(workers);
     let per = |worker: u64| jobs / w + u64::from(worker < jobs % w);
     let steps = per(0).div_ceil(shape.step);
@@ -286,8 +345,7 @@ fn rl_mixed<W: Write>(workers: u32, jobs: u64, seed: u64, out: &mut W) -> io::Re
             }
             slowest = slowest.max(t);
         }
-        let pause = stream(seed, &[15, step]).lognormal(shape.pause, 0.03);
-        barrier.push(slowest + pause);
+        barrier.push(slowest + shape.pause_after(seed, step));
     }
     for worker in 0..w {
         let name = format!("worker-{worker}");
@@ -526,6 +584,30 @@ mod tests {
                 } else {
                     assert!(think < 5.0, "{r}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn rl_jitter_pauses_stray_as_far_as_the_seed_says() {
+        for seed in 1..8 {
+            let shape = RlShape::jittered(seed);
+            let j = shape.jitter.unwrap();
+            assert!((4..=12).contains(&shape.step) && (15.0..70.0).contains(&shape.pause));
+            assert!((0.0..0.3).contains(&j) && [0, 2, 3].contains(&shape.verify_every));
+            let pauses: Vec<f64> = (0..200).map(|s| shape.pause_after(seed, s)).collect();
+            let (lo, hi) = pauses
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+            assert!(lo >= shape.pause * (1.0 - j) && hi <= shape.pause * (1.0 + j));
+            // Spread over most of the range.
+            assert!(hi - lo >= 1.8 * j * shape.pause, "seed {seed}: {lo}..{hi}");
+            let rows = lines(TraceKind::RlJitter, 3, 3 * 5 * shape.step, seed);
+            for r in &rows[1..] {
+                let f: Vec<&str> = r.split(',').collect();
+                let seq: u64 = f[1].parse().unwrap();
+                let quarter = shape.is_verifier(seq % shape.step);
+                assert_eq!(f[4] == QUARTER, quarter, "{r}");
             }
         }
     }

@@ -30,6 +30,7 @@
 //! `seq` order). Latency percentiles come from a histogram exact to the
 //! millisecond below 65.5 s.
 
+mod bound;
 mod generate;
 mod metrics;
 mod svg;
@@ -44,6 +45,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use bound::clairvoyant_gpu_hours;
 pub use generate::{PROFILE, TraceKind, generate};
 
 use crate::Instant;
@@ -212,6 +214,29 @@ pub struct Comparison {
     pub summaries: Vec<Summary>,
     /// Start-latency CDF per policy (log-x) and GPUs held over time.
     pub svg: String,
+    /// The clairvoyant floor under GPU-hours of any policy that starts every
+    /// job warm (see [`clairvoyant_gpu_hours`]).
+    pub floor_gpu_hours: f64,
+}
+
+impl Comparison {
+    /// The floor in words, against always-on's GPU-hours where it ran.
+    pub fn floor_note(&self) -> String {
+        let of_always_on = self
+            .summaries
+            .iter()
+            .find(|s| s.policy.starts_with("always-on"))
+            .map_or_else(String::new, |on| {
+                format!(
+                    ", {:.3} of always-on",
+                    self.floor_gpu_hours / on.gpu_hours_held.max(f64::MIN_POSITIVE)
+                )
+            });
+        format!(
+            "  clairvoyant floor (every job warm): {:.1} GPU-h{of_always_on}",
+            self.floor_gpu_hours
+        )
+    }
 }
 
 /// Replays the trace at `path` through one policy.
@@ -286,6 +311,7 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
     Ok(Comparison {
         svg: svg::chart(&title, &curves, &points).map_err(|e| Error::Chart(e.to_string()))?,
         summaries,
+        floor_gpu_hours: clairvoyant_gpu_hours(path, params)?,
     })
 }
 
@@ -400,13 +426,13 @@ pub fn targets(kind: TraceKind, rows: &[Summary]) -> Vec<Target> {
 }
 
 /// How many callers a member of a frontier family (`agent-heavy`,
-/// `rl-mixed`) has: drawn from the seed (agent sessions 40-200, RL workers
+/// `rl-mixed`, `rl-jitter`) has: drawn from the seed (agent sessions 40-200, RL workers
 /// 8-48), so the family varies them too. Other kinds: their default.
 pub fn family_callers(kind: TraceKind, seed: u64) -> u32 {
     let r = hearth_core::rng::stream(seed, &[20]).next_u64();
     match kind {
         TraceKind::AgentHeavy => 40 + (r % 161) as u32,
-        TraceKind::RlMixed => 8 + (r % 41) as u32,
+        TraceKind::RlMixed | TraceKind::RlJitter => 8 + (r % 41) as u32,
         TraceKind::Agent | TraceKind::Rl => kind.default_callers(),
     }
 }

@@ -383,6 +383,19 @@ fn firepool_meets_the_frontier_targets_on_both_families() {
         );
         // The frontier panel shows every policy run.
         assert_eq!(c.svg.matches("<circle").count(), frontier_set().len());
+        // The clairvoyant floor lies between the work itself and what the
+        // policies that serve every job warm hold.
+        let held = |p: &str| {
+            let s = c.summaries.iter().find(|s| s.policy.starts_with(p));
+            s.map(|s| (s.gpu_hours_active, s.gpu_hours_held)).unwrap()
+        };
+        let ((active, firepool), (_, always_on)) = (held("firepool"), held("always-on"));
+        assert!(
+            active <= c.floor_gpu_hours && c.floor_gpu_hours <= firepool.min(always_on),
+            "{} seed {seed}: floor {} against active {active}, firepool {firepool}, always-on {always_on}",
+            kind.describe(seed),
+            c.floor_gpu_hours
+        );
     }
 }
 
