@@ -386,7 +386,13 @@ pub struct RewarmConfig {
     /// Periods needed before a caller counts as periodic.
     pub min_periods: u32,
     /// Largest spread of the remembered periods (longest minus shortest,
-    /// over the shortest) of a periodic caller.
+    /// over the shortest) of a periodic caller: 1 by default, the longest
+    /// at most twice the shortest. A wide spread costs a re-warm only what
+    /// its curve charges (a binding early enough for the short periods
+    /// holds the pod longer before the long ones), so the spread bounds
+    /// what counts as a loop's step at all, not what is worth re-warming:
+    /// a pause of 60 s jittered by a quarter is re-warmed ahead of, not
+    /// held through.
     pub max_spread: f64,
     /// How long before the earliest predicted burst the pod is bound: the
     /// promotion, and a margin. 2 s by default: a promotion of about 1 s
@@ -420,7 +426,7 @@ impl Default for RewarmConfig {
             min_gap: Duration::from_secs(10),
             history: 8,
             min_periods: 3,
-            max_spread: 0.3,
+            max_spread: 1.0,
             lead: Duration::from_secs(2),
             grace: Duration::from_secs(5),
             hold_under: Duration::from_secs(5),

@@ -132,6 +132,10 @@ enum StateKind {
 
 const STATE_KINDS: usize = 7;
 
+/// How far a caller's next burst may stray from its last period, either
+/// way, while one period is all that predicts it.
+const GUESS_SPREAD: f64 = 0.3;
+
 impl StateKind {
     fn of(s: &PodState) -> StateKind {
         match s {
@@ -588,8 +592,8 @@ impl Pool {
     /// is not periodic (too few periods, or irregular ones): not enough to
     /// bind a pod ahead of it, but enough for the standby target to expect
     /// it. Waits for pods in its last burst delayed its loop (a step slowed
-    /// by cold starts), so the window opens `max_spread` before the period
-    /// net of them, and closes `max_spread` after the whole period.
+    /// by cold starts), so the window opens [`GUESS_SPREAD`] before the
+    /// period net of them, and closes as much after the whole period.
     fn guess_burst(&self, caller: CallerId) -> Option<Burst> {
         if !self.mode.rewarm {
             return None;
@@ -600,7 +604,7 @@ impl Pool {
             return None;
         }
         let p = c.periods.last()?;
-        let spread = self.cfg.rewarm.max_spread;
+        let spread = GUESS_SPREAD;
         let quick = p.saturating_sub(c.waited_ms[1]);
         let (soonest, latest) = Self::lag(c);
         let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64 + soonest;
@@ -1611,41 +1615,37 @@ impl Pool {
             if burst.is_none() {
                 self.expect_return(w.caller, overdue);
             }
-            // A burst not worth re-warming for starts from a standby pod:
-            // the pod is released as any other, and one stands by for it.
-            if let Some(b) = burst
-                && self.bind_at(w.caller, b).is_none()
-            {
-                self.schedule_handover(w.caller, b);
-            }
-            let mut keep = false;
-            if let Some(b) = burst
-                && let Some(bind_at) = self.bind_at(w.caller, b)
-            {
-                // Released, it is re-warmed from a standby pod: one that is
-                // ready and not claimed by an earlier re-warm, or one that
-                // can still start in time. Otherwise it stands by itself
-                // for its re-warm, kept as a standby pod; held through only
-                // where the re-warm is too near to be worth the shrinking.
-                let claimed = self.rewarms.range(..(bind_at, CallerId(u64::MAX))).count();
-                let spare = self.standby.len() > claimed;
-                let refill = bind_at >= now + self.rewarm_notice();
-                let scheduled = self
-                    .callers
-                    .get(&w.caller)
-                    .is_some_and(|c| c.rewarm_at == Some(bind_at));
-                if bind_at <= now + r.hold_under
-                    || !(spare || refill || scheduled || self.mode.standby)
-                {
-                    let basis = Basis::NextBurst {
-                        period_ms: b.period_ms,
-                    };
-                    self.set_expiry(pod, Some(b.overdue), basis);
-                    continue;
+            // Past its keep-alive, the pod no longer covers its caller's next
+            // burst: from now the burst counts in the standby target, and
+            // `retire` keeps the pod as the standby pod for it where the pool
+            // has too few, rather than release it while another starts.
+            let keep = match burst.map(|b| (b, self.bind_at(w.caller, b))) {
+                None => false,
+                // A burst not worth re-warming for starts from a standby pod.
+                Some((b, None)) => {
+                    self.schedule_handover(w.caller, b);
+                    false
                 }
-                keep = !(spare || refill || scheduled);
-                self.schedule_rewarm(w.caller, b, bind_at);
-            }
+                Some((b, Some(bind_at))) => {
+                    // Re-warmed from a standby pod: one that is ready and not
+                    // claimed by an earlier re-warm, or one that can still
+                    // start in time. Otherwise the pod stands by for it
+                    // whatever the target; held through only where the
+                    // re-warm is too near to be worth the shrinking.
+                    let claimed = self.rewarms.range(..(bind_at, CallerId(u64::MAX))).count();
+                    let spare = self.standby.len() > claimed;
+                    let refill = bind_at >= now + self.rewarm_notice();
+                    if bind_at <= now + r.hold_under || !(spare || refill || self.mode.standby) {
+                        let basis = Basis::NextBurst {
+                            period_ms: b.period_ms,
+                        };
+                        self.set_expiry(pod, Some(b.overdue), basis);
+                        continue;
+                    }
+                    self.schedule_rewarm(w.caller, b, bind_at);
+                    !(spare || refill)
+                }
+            };
             self.retire(pod, w, t, keep, out);
         }
         if self.mode.budget {
@@ -2263,9 +2263,16 @@ impl Pool {
         // Re-warms due within a pod start (and a tenth and the lead, for a
         // margin) need standby pods ready by then, besides those for
         // handovers; so do periodic bursts due that soon which are not
-        // re-warmed, though the recent peak may count them already.
+        // re-warmed, though the recent peak may count them already. A
+        // caller that still holds its pod needs none yet: that pod stands
+        // by for it once its keep-alive runs out (`retire`), where a
+        // standby pod started for it meanwhile would be surplus by then.
         let soon = (self.now + self.rewarm_notice(), CallerId(u64::MAX));
-        let due = self.rewarms.range(..soon).count();
+        let due = self
+            .rewarms
+            .range(..soon)
+            .filter(|&&(_, id)| self.callers.get(&id).is_none_or(|c| !self.holds_pod(c)))
+            .count();
         // A burst expected before its re-warm needs no pod of its own
         // once the re-warm is due: it takes the re-warm's, or the re-warm
         // takes its.
@@ -2275,14 +2282,27 @@ impl Pool {
             .filter(|&&(_, id)| {
                 self.callers
                     .get(&id)
-                    .and_then(|c| c.rewarm_at)
-                    .is_none_or(|at| at >= soon.0)
+                    .is_none_or(|c| !self.holds_pod(c) && c.rewarm_at.is_none_or(|at| at >= soon.0))
             })
             .count();
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         peak.max(count(bursts))
             .saturating_add(count(due))
             .clamp(s.min, s.max)
+    }
+
+    /// Whether the caller holds a pod here, busy or warm within its
+    /// keep-alive. Its next burst needs no standby pod yet: when the
+    /// keep-alive runs out, the pod is counted as its caller's need and
+    /// kept as the standby pod for it where the pool has too few.
+    fn holds_pod(&self, c: &CallerState) -> bool {
+        c.in_flight > 0
+            || c.warm.iter().any(|p| {
+                matches!(
+                    self.pods.get(p).map(|p| p.state),
+                    Some(PodState::Warm(w)) if w.expires.is_none_or(|e| e > self.now)
+                )
+            })
     }
 
     /// How long handovers size the standby target: the configured horizon,
@@ -3179,6 +3199,116 @@ mod tests {
             ),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_caller_holding_its_pod_needs_no_standby_pod_for_its_rewarm_until_the_pod_retires() {
+        // Caller 1's pod is warm, and its re-warm is due 10 s after the pod's
+        // keep-alive runs out: well within a pod start. (A budget floor keeps
+        // the pod through the quiet.)
+        let caller = CallerId(1);
+        let (mut pool, pod) = warm_alone(caller);
+        pool.cfg.budget.pool.floor = Shares(16);
+        let expiry = 31_000 + millis(pool.cfg.keep_alive.default);
+        let due = Instant::from_millis(expiry + 10_000);
+        Pool::caller(&mut pool.callers, pool.now, caller, TenantId(0), Shares(8)).rewarm_at =
+            Some(due);
+        pool.rewarms.insert((due, caller));
+        // While it holds the pod, nothing is started for the re-warm: the
+        // pod will stand by for it.
+        let d = at(&mut pool, expiry - 1_000, Event::Tick);
+        assert_eq!(pool.standby_target(), 0);
+        assert!(
+            !d.iter().any(|d| matches!(d, Decision::StartPod { .. })),
+            "{d:?}"
+        );
+        // Past its keep-alive, it is the re-warm's standby pod: kept, at a
+        // standby share, rather than released while another starts.
+        let mut d = at(&mut pool, expiry, Event::Tick);
+        d.retain(|d| !matches!(d, Decision::Budget { .. }));
+        assert!(
+            matches!(
+                d.as_slice(),
+                [Decision::Reset {
+                    pod: p,
+                    reason: Reason::KeptAsStandby { have: 0, target: 1, .. },
+                    ..
+                }] if *p == pod
+            ),
+            "{d:?}"
+        );
+        assert_eq!((pool.standby.len(), pool.standby_have()), (1, 1));
+        pool.check_invariants();
+    }
+
+    #[test]
+    fn a_loop_whose_pauses_jitter_is_rewarmed_ahead_instead_of_held_through() {
+        // Four workers in steps of five 500 ms jobs, 45 to 75 s apart (a
+        // 60 s pause jittered by a quarter), pods starting in 30 s. Once
+        // periodic, no worker's pod is held through a pause, and every
+        // step starts on pods bound ahead of it.
+        let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
+        let workers: Vec<CallerId> = (1..=4).map(CallerId).collect();
+        let periods = [60, 45, 75, 52, 70, 48, 66, 57, 73, 46, 62, 55];
+        let starts: Vec<u64> = periods
+            .iter()
+            .scan(0, |at, p| {
+                let s = *at;
+                *at += p * 1_000;
+                Some(s)
+            })
+            .collect();
+        let mut starting: Vec<(u64, PodId)> = Vec::new();
+        let (mut held_through, mut prewarms) = (0, 0);
+        let mut sources = Vec::new();
+        let periodic_from = starts[4];
+        for t in (0..*starts.last().unwrap()).step_by(250) {
+            let mut d = Vec::new();
+            starting.retain(|&(ready, pod)| {
+                if ready <= t {
+                    d.extend(at(&mut pool, t, Event::PodReady { pod }));
+                }
+                ready > t
+            });
+            let n = starts.partition_point(|&s| s <= t) - 1;
+            let step = t - starts[n];
+            let n = n as u64;
+            for (w, &caller) in (0u64..).zip(&workers) {
+                let job = |k: u64| JobId(((n * 5 + k) << 8) | w);
+                for k in 0..5 {
+                    if step == k * 1_000 {
+                        let req = Request::new(job(k), caller, TenantId(0));
+                        d.extend(at(&mut pool, t, Event::JobQueued(req)));
+                    }
+                    if step == k * 1_000 + 500 {
+                        d.extend(at(&mut pool, t, Event::JobFinished { job: job(k) }));
+                    }
+                }
+                if t >= periodic_from && step == 20_000 && !pool.callers[&caller].warm.is_empty() {
+                    held_through += 1;
+                }
+            }
+            d.extend(at(&mut pool, t, Event::Tick));
+            for d in d {
+                match d {
+                    Decision::StartPod { pod, .. } => starting.push((t + 30_000, pod)),
+                    Decision::Release { pod, .. } => {
+                        starting.retain(|&(_, p)| p != pod);
+                        at(&mut pool, t, Event::PodGone { pod });
+                    }
+                    Decision::Prewarm { .. } => prewarms += 1,
+                    Decision::Assign { source, .. } if t >= periodic_from => sources.push(source),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(held_through, 0);
+        assert!(prewarms >= 4 * 6, "{prewarms}");
+        assert!(
+            !sources.is_empty() && sources.iter().all(|&s| s == Source::Warm),
+            "{sources:?}"
+        );
+        pool.check_invariants();
     }
 
     #[test]
