@@ -591,9 +591,14 @@ impl Pool {
     /// The caller's next burst guessed from its last period alone, while it
     /// is not periodic (too few periods, or irregular ones): not enough to
     /// bind a pod ahead of it, but enough for the standby target to expect
-    /// it. Waits for pods in its last burst delayed its loop (a step slowed
-    /// by cold starts), so the window opens [`GUESS_SPREAD`] before the
-    /// period net of them, and closes as much after the whole period.
+    /// it. The window opens [`GUESS_SPREAD`] before the shortest remembered
+    /// period, or the last net of the waits for pods in its burst (a step
+    /// slowed by cold starts, whose loop ran late), if shorter; and closes
+    /// as much after the last period, or the longest but for the longest
+    /// quarter (which may stray, as in [`Pool::period`]), if longer. A loop whose
+    /// steps alternate a short and a long pause (an evaluation every other
+    /// step) is then expected as soon as its short pause and as late as its
+    /// long one, whichever came last.
     fn guess_burst(&self, caller: CallerId) -> Option<Burst> {
         if !self.mode.rewarm {
             return None;
@@ -606,9 +611,18 @@ impl Pool {
         let p = c.periods.last()?;
         let spread = GUESS_SPREAD;
         let quick = p.saturating_sub(c.waited_ms[1]);
+        let mut periods = c.periods.as_slice().to_vec();
+        periods.sort_unstable();
+        let shortest = periods.first().map_or(quick, |&s| u64::from(s).min(quick));
+        // The longest quarter of the periods may stray, as in `period`.
+        let regular = periods.len() - periods.len() / 4;
+        let usual = regular
+            .checked_sub(1)
+            .and_then(|i| periods.get(i))
+            .map_or(p, |&u| u64::from(u).max(p));
         let (soonest, latest) = Self::lag(c);
-        let lo = (quick as f64 * (1.0 - spread).max(0.0)) as u64 + soonest;
-        let hi = (p as f64 * (1.0 + spread)) as u64 + latest;
+        let lo = (shortest as f64 * (1.0 - spread).max(0.0)) as u64 + soonest;
+        let hi = (usual as f64 * (1.0 + spread)) as u64 + latest;
         let earliest = last + Duration::from_millis(lo);
         let burst = Burst {
             last,

@@ -1602,6 +1602,47 @@ fn a_callers_next_burst_is_expected_from_one_period() {
 }
 
 #[test]
+fn a_loop_alternating_short_and_long_pauses_is_expected_as_soon_as_the_short_and_as_late_as_the_long()
+ {
+    let mut c = cfg();
+    c.standby = StandbyConfig {
+        min: 0,
+        max: 8,
+        horizon: Duration::from_secs(10),
+        ..StandbyConfig::default()
+    };
+    // Its pod is gone soon after each burst.
+    c.keep_alive.default = Duration::from_secs(1);
+    c.keep_alive.max = Duration::from_secs(1);
+    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    // Bursts 40 and 100 s apart by turns (an evaluation every other step):
+    // too irregular to be periodic, so no re-warm binds a pod ahead.
+    let starts = [0, 40_000, 140_000, 180_000, 280_000];
+    let mut jobs = Vec::new();
+    for start in starts {
+        for j in 0..3 {
+            jobs.push((start + j * 300, 200));
+        }
+    }
+    let log = play(&mut f, jobs_of(9, 0, &jobs[..12]), 181_000);
+    assert!(
+        !log.iter()
+            .any(|(_, d)| matches!(d, Decision::Prewarm { .. })),
+        "{log:?}"
+    );
+    assert_eq!(f.pool.snapshot().callers[0].period_ms, None);
+    // After a short pause, the next burst is still expected 70 s on (its
+    // long pause was 100 s), not only until 40 s x 1.3.
+    f.at(250_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+    // After the long pause, the next is expected from 40 s x 0.7 on, not
+    // from 100 s x 0.7.
+    play(&mut f, jobs_of(9, 12, &jobs[12..]), 290_000);
+    f.at(312_000).ev(Event::Tick);
+    assert_eq!(f.pool.snapshot().standby_target, 1);
+}
+
+#[test]
 fn a_burst_slowed_by_pod_starts_makes_the_next_expected_sooner() {
     let mut c = cfg();
     c.standby = StandbyConfig {
