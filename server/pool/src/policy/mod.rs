@@ -371,7 +371,9 @@ pub struct ObjectiveConfig {
 /// (the period) are regular, a pod is not held through the pause: it is
 /// released, and a standby pod is bound to the caller `lead` before the
 /// next burst is due (later by how long its bursts take to reach this
-/// pool). Until then, and while a binding would come after the earliest
+/// pool). A loop whose steps alternate two kinds (a long pause every other
+/// step) is periodic where each kind is, every other period predicting the
+/// next. Until then, and while a binding would come after the earliest
 /// burst, its bursts are expected to take standby pods, counted in the
 /// standby target from a pod start before they are due, and sooner by half
 /// the spread of its regular periods, for a step whose pause was short.

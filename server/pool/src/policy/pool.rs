@@ -533,13 +533,9 @@ impl Pool {
         }
         let c = self.callers.get(&caller)?;
         let last = c.last_burst?;
-        let (lo, hi) = self.period(c)?;
-        let longest = c
-            .periods
-            .as_slice()
-            .iter()
-            .max()
-            .map_or(hi, |&p| u64::from(p));
+        let periods = self.step_periods(c)?;
+        let (lo, hi) = self.regular(&periods)?;
+        let longest = periods.iter().max().map_or(hi, |&p| u64::from(p));
         let (soonest, latest) = Self::lag(c);
         let earliest = last + Duration::from_millis(lo + soonest);
         let burst = Burst {
@@ -1880,7 +1876,7 @@ impl Pool {
                     let pauses = c.pauses.as_slice();
                     let long = pauses.iter().filter(|&&p| u64::from(p) >= gap).count();
                     Curve::rewarm(
-                        c.periods.as_slice(),
+                        &self.step_periods(c).unwrap_or_default(),
                         RewarmShape {
                             shares: c.size.0,
                             lead_ms: millis(self.cfg.rewarm.lead),
@@ -1935,7 +1931,7 @@ impl Pool {
             return 0.0;
         };
         let from = at.as_millis().saturating_sub(b.last.as_millis()) + millis(self.cfg.rewarm.lead);
-        let periods = c.periods.as_slice();
+        let periods = self.step_periods(c).unwrap_or_default();
         let later = periods.iter().filter(|&&p| u64::from(p) >= from).count();
         later as f64 / periods.len().max(1) as f64
     }
@@ -2014,19 +2010,48 @@ impl Pool {
         }
     }
 
-    /// The shortest and longest of the caller's recent periods, if they
-    /// are enough and regular. A burst comes late when its loop was held up
+    /// The shortest and longest of the caller's recent periods that predict
+    /// its next ([`Pool::step_periods`]), if they are enough and regular. A
+    /// burst comes late when its loop was held up
     /// (a cold start, a straggler before a barrier), seldom much early (a
     /// short pause, prepared for by [`Burst::early`]): the longest quarter
     /// of the periods may stray, and the bursts they predict are not waited
     /// for.
     fn period(&self, c: &CallerState) -> Option<(u64, u64)> {
+        self.regular(&self.step_periods(c)?)
+    }
+
+    /// The recent periods that predict the caller's next, if they are
+    /// regular: all of them, or for a loop whose steps alternate two kinds
+    /// (a long pause every other step, for an evaluation), every other
+    /// one, those of the kind due next. Its steps alternate where each
+    /// kind's periods are regular and all of one kind are shorter than all
+    /// of the other.
+    fn step_periods(&self, c: &CallerState) -> Option<Vec<u32>> {
+        let all = c.periods.as_slice();
+        if self.regular(all).is_some() {
+            return Some(all.to_vec());
+        }
+        let kind =
+            |skip: usize| -> Vec<u32> { c.periods.newest_first().skip(skip).step_by(2).collect() };
+        let (next, other) = (kind(1), kind(0));
+        let range = |p: &[u32]| (p.iter().min().copied(), p.iter().max().copied());
+        let apart = match (range(&next), range(&other)) {
+            ((Some(a), Some(b)), (Some(x), Some(y))) => b < x || y < a,
+            _ => false,
+        };
+        (apart && self.regular(&next).is_some() && self.regular(&other).is_some()).then_some(next)
+    }
+
+    /// The shortest and longest of `periods`, if they are enough and
+    /// regular (see [`Pool::period`]).
+    fn regular(&self, periods: &[u32]) -> Option<(u64, u64)> {
         let r = &self.cfg.rewarm;
-        let n = c.periods.len();
+        let n = periods.len();
         if n < r.min_periods as usize {
             return None;
         }
-        let mut sorted: Vec<u32> = c.periods.as_slice().to_vec();
+        let mut sorted: Vec<u32> = periods.to_vec();
         sorted.sort_unstable();
         let regular = (n - n / 4).max(r.min_periods as usize).min(n);
         let (lo, hi) = (u64::from(sorted[0]), u64::from(sorted[regular - 1]));
@@ -3255,15 +3280,13 @@ mod tests {
         pool.check_invariants();
     }
 
-    #[test]
-    fn a_loop_whose_pauses_jitter_is_rewarmed_ahead_instead_of_held_through() {
-        // Four workers in steps of five 500 ms jobs, 45 to 75 s apart (a
-        // 60 s pause jittered by a quarter), pods starting in 30 s. Once
-        // periodic, no worker's pod is held through a pause, and every
-        // step starts on pods bound ahead of it.
+    /// Four workers in steps of five 500 ms jobs, `periods` seconds apart,
+    /// pods starting in 30 s. From the step `periodic_from` on, no worker's
+    /// pod is held through a pause, and every step starts on pods bound
+    /// ahead of it.
+    fn rewarmed_not_held_through(periods: &[u64], periodic_from: usize) {
         let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
         let workers: Vec<CallerId> = (1..=4).map(CallerId).collect();
-        let periods = [60, 45, 75, 52, 70, 48, 66, 57, 73, 46, 62, 55];
         let starts: Vec<u64> = periods
             .iter()
             .scan(0, |at, p| {
@@ -3275,7 +3298,7 @@ mod tests {
         let mut starting: Vec<(u64, PodId)> = Vec::new();
         let (mut held_through, mut prewarms) = (0, 0);
         let mut sources = Vec::new();
-        let periodic_from = starts[4];
+        let from = starts[periodic_from];
         for t in (0..*starts.last().unwrap()).step_by(250) {
             let mut d = Vec::new();
             starting.retain(|&(ready, pod)| {
@@ -3298,7 +3321,7 @@ mod tests {
                         d.extend(at(&mut pool, t, Event::JobFinished { job: job(k) }));
                     }
                 }
-                if t >= periodic_from && step == 20_000 && !pool.callers[&caller].warm.is_empty() {
+                if t >= from && step == 20_000 && !pool.callers[&caller].warm.is_empty() {
                     held_through += 1;
                 }
             }
@@ -3311,18 +3334,34 @@ mod tests {
                         at(&mut pool, t, Event::PodGone { pod });
                     }
                     Decision::Prewarm { .. } => prewarms += 1,
-                    Decision::Assign { source, .. } if t >= periodic_from => sources.push(source),
+                    Decision::Assign { source, .. } if t >= from => sources.push(source),
                     _ => {}
                 }
             }
         }
         assert_eq!(held_through, 0);
-        assert!(prewarms >= 4 * 6, "{prewarms}");
+        let bound = 4 * (starts.len() - 1 - periodic_from);
+        assert!(prewarms >= bound, "{prewarms} < {bound}");
         assert!(
             !sources.is_empty() && sources.iter().all(|&s| s == Source::Warm),
             "{sources:?}"
         );
         pool.check_invariants();
+    }
+
+    #[test]
+    fn a_loop_whose_pauses_jitter_is_rewarmed_ahead_instead_of_held_through() {
+        // Steps 45 to 75 s apart: a 60 s pause jittered by a quarter.
+        let periods = [60, 45, 75, 52, 70, 48, 66, 57, 73, 46, 62, 55];
+        rewarmed_not_held_through(&periods, 4);
+    }
+
+    #[test]
+    fn a_loop_alternating_short_and_long_steps_is_rewarmed_for_each_kind() {
+        // Steps 40 and 100 s apart by turns (an evaluation every other
+        // step): too irregular as one period, regular as two kinds.
+        let periods: Vec<u64> = (0..14).map(|i| if i % 2 == 0 { 40 } else { 100 }).collect();
+        rewarmed_not_held_through(&periods, 7);
     }
 
     #[test]

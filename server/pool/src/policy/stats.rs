@@ -28,6 +28,12 @@ impl Pauses {
         self.ring.len()
     }
 
+    /// The pauses, the one pushed last first.
+    pub(crate) fn newest_first(&self) -> impl Iterator<Item = u32> + '_ {
+        let (older, newer) = self.ring.split_at(self.next.min(self.ring.len()));
+        older.iter().rev().chain(newer.iter().rev()).copied()
+    }
+
     /// The pause pushed last.
     pub(crate) fn last(&self) -> Option<u64> {
         let n = self.ring.len();
@@ -157,6 +163,20 @@ impl StartTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newest_first_runs_back_from_the_last_pushed_across_the_wrap() {
+        let mut p = Pauses::default();
+        for ms in 1..=3 {
+            p.push(ms, 4);
+        }
+        assert_eq!(p.newest_first().collect::<Vec<_>>(), [3, 2, 1]);
+        for ms in 4..=6 {
+            p.push(ms, 4);
+        }
+        assert_eq!(p.newest_first().collect::<Vec<_>>(), [6, 5, 4, 3]);
+        assert_eq!(p.last(), Some(6));
+    }
 
     #[test]
     fn percentile_is_nearest_rank_over_recent_pauses() {
