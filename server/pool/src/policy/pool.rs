@@ -9,6 +9,7 @@
 //! * only idle pods (warm, standby, starting for nobody) are ever released;
 //!   a pod reserved for or running a job is never touched.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -135,6 +136,21 @@ const STATE_KINDS: usize = 7;
 /// How far a caller's next burst may stray from its last period, either
 /// way, while one period is all that predicts it.
 const GUESS_SPREAD: f64 = 0.3;
+
+/// A caller's periods that predict its next burst, and their regular range.
+type Steps<'a> = (Cow<'a, [u32]>, (u64, u64));
+
+/// The shortest of `periods` and the longest but for the longest quarter
+/// (at least `at_least` of them counted, if there are as many): a burst
+/// held up may come late, and the periods it leaves may stray. `None`
+/// without periods.
+fn usual_range(periods: &[u32], at_least: usize) -> Option<(u64, u64)> {
+    let mut sorted = periods.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let usual = (n - n / 4).max(at_least).min(n);
+    Some((u64::from(*sorted.first()?), u64::from(sorted[usual - 1])))
+}
 
 impl StateKind {
     fn of(s: &PodState) -> StateKind {
@@ -533,8 +549,7 @@ impl Pool {
         }
         let c = self.callers.get(&caller)?;
         let last = c.last_burst?;
-        let periods = self.step_periods(c)?;
-        let (lo, hi) = self.regular(&periods)?;
+        let (periods, (lo, hi)) = self.step_periods(c)?;
         let longest = periods.iter().max().map_or(hi, |&p| u64::from(p));
         let (soonest, latest) = Self::lag(c);
         let earliest = last + Duration::from_millis(lo + soonest);
@@ -607,15 +622,8 @@ impl Pool {
         let p = c.periods.last()?;
         let spread = GUESS_SPREAD;
         let quick = p.saturating_sub(c.waited_ms[1]);
-        let mut periods = c.periods.as_slice().to_vec();
-        periods.sort_unstable();
-        let shortest = periods.first().map_or(quick, |&s| u64::from(s).min(quick));
-        // The longest quarter of the periods may stray, as in `period`.
-        let regular = periods.len() - periods.len() / 4;
-        let usual = regular
-            .checked_sub(1)
-            .and_then(|i| periods.get(i))
-            .map_or(p, |&u| u64::from(u).max(p));
+        let (shortest, usual) = usual_range(c.periods.as_slice(), 1)
+            .map_or((quick, p), |(lo, hi)| (lo.min(quick), hi.max(p)));
         let (soonest, latest) = Self::lag(c);
         let lo = (shortest as f64 * (1.0 - spread).max(0.0)) as u64 + soonest;
         let hi = (usual as f64 * (1.0 + spread)) as u64 + latest;
@@ -1859,7 +1867,8 @@ impl Pool {
         let (min, max) = (millis(ka.min), millis(ka.max));
         let (ms, basis, curve, rewarm_curve) = match &self.cfg.objective {
             Some(o) if self.mode.objective => {
-                let periodic = self.mode.rewarm && self.period(c).is_some();
+                let steps = self.mode.rewarm.then(|| self.step_periods(c)).flatten();
+                let periodic = steps.is_some();
                 let gap = millis(self.cfg.rewarm.min_gap);
                 let covered_from = periodic.then_some(gap);
                 let shape = Shape {
@@ -1872,11 +1881,11 @@ impl Pool {
                 let curve = Curve::new(c.pauses.as_slice(), shape);
                 // The long pauses are the re-warm's, at a binding priced
                 // from the periods.
-                let rewarm_curve = if periodic {
+                let rewarm_curve = if let Some((periods, _)) = &steps {
                     let pauses = c.pauses.as_slice();
                     let long = pauses.iter().filter(|&&p| u64::from(p) >= gap).count();
                     Curve::rewarm(
-                        &self.step_periods(c).unwrap_or_default(),
+                        periods,
                         RewarmShape {
                             shares: c.size.0,
                             lead_ms: millis(self.cfg.rewarm.lead),
@@ -1931,7 +1940,7 @@ impl Pool {
             return 0.0;
         };
         let from = at.as_millis().saturating_sub(b.last.as_millis()) + millis(self.cfg.rewarm.lead);
-        let periods = self.step_periods(c).unwrap_or_default();
+        let periods = self.step_periods(c).map(|(p, _)| p).unwrap_or_default();
         let later = periods.iter().filter(|&&p| u64::from(p) >= from).count();
         later as f64 / periods.len().max(1) as f64
     }
@@ -2018,7 +2027,7 @@ impl Pool {
     /// of the periods may stray, and the bursts they predict are not waited
     /// for.
     fn period(&self, c: &CallerState) -> Option<(u64, u64)> {
-        self.regular(&self.step_periods(c)?)
+        self.step_periods(c).map(|(_, range)| range)
     }
 
     /// The recent periods that predict the caller's next, if they are
@@ -2026,35 +2035,34 @@ impl Pool {
     /// (a long pause every other step, for an evaluation), every other
     /// one, those of the kind due next. Its steps alternate where each
     /// kind's periods are regular and all of one kind are shorter than all
-    /// of the other.
-    fn step_periods(&self, c: &CallerState) -> Option<Vec<u32>> {
+    /// of the other. With them, their regular range (see [`Pool::period`]).
+    fn step_periods<'a>(&self, c: &'a CallerState) -> Option<Steps<'a>> {
         let all = c.periods.as_slice();
-        if self.regular(all).is_some() {
-            return Some(all.to_vec());
+        if let Some(range) = self.regular(all) {
+            return Some((Cow::Borrowed(all), range));
         }
         let kind =
             |skip: usize| -> Vec<u32> { c.periods.newest_first().skip(skip).step_by(2).collect() };
         let (next, other) = (kind(1), kind(0));
-        let range = |p: &[u32]| (p.iter().min().copied(), p.iter().max().copied());
-        let apart = match (range(&next), range(&other)) {
+        let range = self.regular(&next)?;
+        self.regular(&other)?;
+        // Apart in all their periods, strays included.
+        let bounds = |p: &[u32]| (p.iter().min().copied(), p.iter().max().copied());
+        let apart = match (bounds(&next), bounds(&other)) {
             ((Some(a), Some(b)), (Some(x), Some(y))) => b < x || y < a,
             _ => false,
         };
-        (apart && self.regular(&next).is_some() && self.regular(&other).is_some()).then_some(next)
+        apart.then_some((Cow::Owned(next), range))
     }
 
     /// The shortest and longest of `periods`, if they are enough and
     /// regular (see [`Pool::period`]).
     fn regular(&self, periods: &[u32]) -> Option<(u64, u64)> {
         let r = &self.cfg.rewarm;
-        let n = periods.len();
-        if n < r.min_periods as usize {
+        if periods.len() < r.min_periods as usize {
             return None;
         }
-        let mut sorted: Vec<u32> = periods.to_vec();
-        sorted.sort_unstable();
-        let regular = (n - n / 4).max(r.min_periods as usize).min(n);
-        let (lo, hi) = (u64::from(sorted[0]), u64::from(sorted[regular - 1]));
+        let (lo, hi) = usual_range(periods, r.min_periods as usize)?;
         (lo > 0 && (hi - lo) as f64 <= r.max_spread * lo as f64).then_some((lo, hi))
     }
 
@@ -3280,6 +3288,49 @@ mod tests {
         pool.check_invariants();
     }
 
+    /// A runtime's pods starting: each ready 30 s after its start, and gone
+    /// at once when released.
+    #[derive(Default)]
+    struct Runtime {
+        starting: Vec<(u64, PodId)>,
+    }
+
+    impl Runtime {
+        /// Readies the pods due by `t`; what the pool decided on each.
+        fn ready(&mut self, pool: &mut Pool, t: u64) -> Vec<Decision> {
+            let mut d = Vec::new();
+            self.starting.retain(|&(ready, pod)| {
+                if ready <= t {
+                    d.extend(at(pool, t, Event::PodReady { pod }));
+                }
+                ready > t
+            });
+            d
+        }
+
+        /// Carries out `d` at `t`: a pod start, or a release.
+        fn apply(&mut self, pool: &mut Pool, t: u64, d: &Decision) {
+            match *d {
+                Decision::StartPod { pod, .. } => self.starting.push((t + 30_000, pod)),
+                Decision::Release { pod, .. } => {
+                    self.starting.retain(|&(_, p)| p != pod);
+                    at(pool, t, Event::PodGone { pod });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// When steps `gaps` ms apart start, from 0.
+    fn starts_of(gaps: impl Iterator<Item = u64>) -> Vec<u64> {
+        gaps.scan(0, |at, gap| {
+            let s = *at;
+            *at += gap;
+            Some(s)
+        })
+        .collect()
+    }
+
     /// Four workers in steps of five 500 ms jobs, `periods` seconds apart,
     /// pods starting in 30 s. From the step `periodic_from` on, no worker's
     /// pod is held through a pause, and every step starts on pods bound
@@ -3287,26 +3338,13 @@ mod tests {
     fn rewarmed_not_held_through(periods: &[u64], periodic_from: usize) {
         let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
         let workers: Vec<CallerId> = (1..=4).map(CallerId).collect();
-        let starts: Vec<u64> = periods
-            .iter()
-            .scan(0, |at, p| {
-                let s = *at;
-                *at += p * 1_000;
-                Some(s)
-            })
-            .collect();
-        let mut starting: Vec<(u64, PodId)> = Vec::new();
+        let starts = starts_of(periods.iter().map(|p| p * 1_000));
+        let mut runtime = Runtime::default();
         let (mut held_through, mut prewarms) = (0, 0);
         let mut sources = Vec::new();
         let from = starts[periodic_from];
         for t in (0..*starts.last().unwrap()).step_by(250) {
-            let mut d = Vec::new();
-            starting.retain(|&(ready, pod)| {
-                if ready <= t {
-                    d.extend(at(&mut pool, t, Event::PodReady { pod }));
-                }
-                ready > t
-            });
+            let mut d = runtime.ready(&mut pool, t);
             let n = starts.partition_point(|&s| s <= t) - 1;
             let step = t - starts[n];
             let n = n as u64;
@@ -3327,12 +3365,8 @@ mod tests {
             }
             d.extend(at(&mut pool, t, Event::Tick));
             for d in d {
+                runtime.apply(&mut pool, t, &d);
                 match d {
-                    Decision::StartPod { pod, .. } => starting.push((t + 30_000, pod)),
-                    Decision::Release { pod, .. } => {
-                        starting.retain(|&(_, p)| p != pod);
-                        at(&mut pool, t, Event::PodGone { pod });
-                    }
                     Decision::Prewarm { .. } => prewarms += 1,
                     Decision::Assign { source, .. } if t >= from => sources.push(source),
                     _ => {}
@@ -3374,24 +3408,12 @@ mod tests {
         // through the pause, and every step still starts warm.
         let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
         let workers: Vec<CallerId> = (1..=8).map(CallerId).collect();
-        let mut starting: Vec<(u64, PodId)> = Vec::new();
+        let mut runtime = Runtime::default();
         let mut held_through = 0;
         let mut sources = Vec::new();
-        let starts: Vec<u64> = (0..40u64)
-            .scan(0, |at, n| {
-                let s = *at;
-                *at += 22_000 + (n * 7_919 % 7) * 1_000;
-                Some(s)
-            })
-            .collect();
+        let starts = starts_of((0..40u64).map(|n| 22_000 + (n * 7_919 % 7) * 1_000));
         for t in (0..600_000u64).step_by(250) {
-            let mut d = Vec::new();
-            starting.retain(|&(ready, pod)| {
-                if ready <= t {
-                    d.extend(at(&mut pool, t, Event::PodReady { pod }));
-                }
-                ready > t
-            });
+            let mut d = runtime.ready(&mut pool, t);
             // Steps 22 to 28 s apart, unevenly.
             let n = starts.partition_point(|&s| s <= t) - 1;
             let step = t - starts[n];
@@ -3416,12 +3438,8 @@ mod tests {
             }
             d.extend(at(&mut pool, t, Event::Tick));
             for d in d {
+                runtime.apply(&mut pool, t, &d);
                 match d {
-                    Decision::StartPod { pod, .. } => starting.push((t + 30_000, pod)),
-                    Decision::Release { pod, .. } => {
-                        starting.retain(|&(_, p)| p != pod);
-                        at(&mut pool, t, Event::PodGone { pod });
-                    }
                     Decision::Assign { source, .. } if t >= 200_000 => sources.push(source),
                     _ => {}
                 }

@@ -1547,30 +1547,38 @@ fn a_job_on_a_pod_still_binding_is_not_counted_warm() {
     assert!((all_after - all.mul_add(decay, 1.0)).abs() < 1e-9);
 }
 
-#[test]
-fn a_callers_next_burst_is_expected_from_one_period() {
+/// A pool whose standby target counts expected bursts alone (no floor,
+/// recent handovers forgotten within 10 s), and whose pods are gone 1 s
+/// after their caller's last job: a caller still holding one needs no
+/// standby pod.
+fn expected_bursts_pool() -> Fake {
     let mut c = cfg();
     c.standby = StandbyConfig {
         min: 0,
         max: 8,
-        // Recent handovers alone are forgotten within 10 s.
         horizon: Duration::from_secs(10),
         ..StandbyConfig::default()
     };
-    // Its pod is gone long before its next burst: a caller still holding
-    // one needs no standby pod.
     c.keep_alive.default = Duration::from_secs(1);
     c.keep_alive.max = Duration::from_secs(1);
-    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    Fake::new(Kind::Firepool, c).0
+}
+
+/// Bursts of three 200 ms jobs, 300 ms apart, at `starts`.
+fn bursts_at(starts: &[u64]) -> Vec<(u64, u64)> {
+    starts
+        .iter()
+        .flat_map(|&start| (0..3).map(move |j| (start + j * 300, 200)))
+        .collect()
+}
+
+#[test]
+fn a_callers_next_burst_is_expected_from_one_period() {
+    let mut f = expected_bursts_pool();
     // Two bursts 100 s apart: one period, not yet periodic (three are
     // needed), so nothing is re-warmed, but its third burst is expected
     // 70 to 130 s after the second (a spread of 0.3 either side).
-    let mut jobs = Vec::new();
-    for start in [0, 100_000] {
-        for j in 0..3 {
-            jobs.push((start + j * 300, 200));
-        }
-    }
+    let jobs = bursts_at(&[0, 100_000]);
     let log = play(&mut f, jobs_of(9, 0, &jobs), 101_000);
     assert!(
         !log.iter()
@@ -1604,26 +1612,11 @@ fn a_callers_next_burst_is_expected_from_one_period() {
 #[test]
 fn a_loop_alternating_short_and_long_pauses_is_expected_as_soon_as_the_short_and_as_late_as_the_long()
  {
-    let mut c = cfg();
-    c.standby = StandbyConfig {
-        min: 0,
-        max: 8,
-        horizon: Duration::from_secs(10),
-        ..StandbyConfig::default()
-    };
-    // Its pod is gone soon after each burst.
-    c.keep_alive.default = Duration::from_secs(1);
-    c.keep_alive.max = Duration::from_secs(1);
-    let (mut f, _) = Fake::new(Kind::Firepool, c);
+    let mut f = expected_bursts_pool();
     // Bursts 40 and 100 s apart by turns (an evaluation every other step):
-    // too irregular to be periodic, so no re-warm binds a pod ahead.
-    let starts = [0, 40_000, 140_000, 180_000, 280_000];
-    let mut jobs = Vec::new();
-    for start in starts {
-        for j in 0..3 {
-            jobs.push((start + j * 300, 200));
-        }
-    }
+    // too few periods of either kind to be periodic, so no re-warm binds a
+    // pod ahead.
+    let jobs = bursts_at(&[0, 40_000, 140_000, 180_000, 280_000]);
     let log = play(&mut f, jobs_of(9, 0, &jobs[..12]), 181_000);
     assert!(
         !log.iter()
