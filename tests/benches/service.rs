@@ -28,7 +28,8 @@
 //!    pod per job.
 //!
 //! Run: `cargo build --release --bins && cargo bench -p hearth-tests --bench service`
-//! (`HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
+//! (Hearth logs at `warn`, as the peer's logger is silenced, unless `RUST_LOG`
+//! says otherwise; `HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
 //! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_PEERS=0`
 //! measures Hearth alone, for profiling, and `HEARTH_BENCH_LOOP=0` leaves out
 //! the agent loop; `HEARTH_DB_RELAXED_CONNECTIONS` sizes
@@ -545,6 +546,16 @@ async fn agent_loop(app: &Arc<TestApp>, key: &str, fresh: bool) -> (f64, Vec<Str
 }
 
 fn main() {
+    // The peer runs with its logger silenced (`tests/bench/graphile`), so
+    // Hearth logs only warnings here too: at `info` it writes two lines per
+    // job to stderr, which costs it about a tenth of its throughput on two
+    // cores. `RUST_LOG` set by the caller wins. Installed first, this
+    // subscriber is the one the service keeps.
+    let logs = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&logs))
+        .try_init();
     block_on(async {
         let length = seconds();
         let wheelhouse = wheelhouse();
@@ -578,6 +589,7 @@ fn main() {
             );
         }
         println!("pods: {}", isolation(&app, &t.key).await);
+        println!("logs: RUST_LOG={logs} (graphile-worker's logger is silenced)");
         println!();
         let db = hearth_store::connect(&db_url, false, 2).await.unwrap();
         println!(
