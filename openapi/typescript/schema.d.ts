@@ -1787,6 +1787,8 @@ export interface components {
             pids: number;
             /** @description This service's pods of the profile, by state. */
             pods: components["schemas"]["PodCounts"];
+            /** @description The start latency the profile's pool aims at (`firepool`). */
+            start_objective: components["schemas"]["StartObjective"];
             /** @description Limits of the profile the runtime cannot enforce here. */
             warnings: string[];
         };
@@ -1843,6 +1845,25 @@ export interface components {
          * @enum {string}
          */
         Source: "warm" | "standby" | "cold";
+        /**
+         * @description Where a job must start to count within a start-latency objective.
+         * @enum {string}
+         */
+        StartClass: "warm" | "standby";
+        /**
+         * @description A start-latency objective: at least `percentile` of a pool's jobs start
+         *     on a pod of `class`. The `firepool` policy chooses each caller's
+         *     keep-alive to reach it at the least GPU time the callers' pauses allow:
+         *     capacity goes where a caller's pauses make warm starts cheap.
+         */
+        StartObjective: {
+            class: components["schemas"]["StartClass"];
+            /**
+             * Format: double
+             * @description The share of jobs, above 0 and below 1: 0.9 for a p90 objective.
+             */
+            percentile: number;
+        };
         /**
          * @description A job's lifecycle: `queued -> assigned -> running -> succeeded | failed |
          *     timed_out | cancelled`. A job may also be cancelled or failed before it

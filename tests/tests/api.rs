@@ -367,6 +367,11 @@ async fn profiles_health_and_openapi() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["cpu-net", "cpu-small"]);
+    // Each pool's start-latency objective, the default where none is set.
+    assert_eq!(
+        v["profiles"][0]["start_objective"],
+        json!({"percentile": 0.9, "class": "warm"})
+    );
     assert!(
         v["mechanisms"]
             .as_array()

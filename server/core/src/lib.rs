@@ -18,7 +18,7 @@ pub mod validate;
 pub mod whole;
 
 pub use job::{ErrorCode, Kind, Source, State};
-pub use profile::Profile;
+pub use profile::{Profile, StartClass, StartObjective};
 
 /// Lower-case hex encoding of a byte string.
 pub fn hex(bytes: &[u8]) -> String {

@@ -45,6 +45,87 @@ pub struct Profile {
     /// Kubernetes node selector.
     #[serde(default)]
     pub node_selector: BTreeMap<String, String>,
+    /// The start latency the profile's pool aims at (`firepool`).
+    #[serde(default)]
+    pub start_objective: StartObjective,
+}
+
+/// A start-latency objective: at least `percentile` of a pool's jobs start
+/// on a pod of `class`. The `firepool` policy chooses each caller's
+/// keep-alive to reach it at the least GPU time the callers' pauses allow:
+/// capacity goes where a caller's pauses make warm starts cheap.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartObjective {
+    /// The share of jobs, above 0 and below 1: 0.9 for a p90 objective.
+    #[serde(default = "default_objective_percentile")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub percentile: f64,
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub class: StartClass,
+}
+
+impl StartObjective {
+    /// Whether `percentile` is above 0 and below 1.
+    pub fn is_valid(&self) -> bool {
+        self.percentile > 0.0 && self.percentile < 1.0
+    }
+}
+
+/// `p90:warm`, `p99.5:standby`, `0.95` (a share; the class defaults to
+/// `warm`): how `hearth simulate --objective` takes it.
+impl std::str::FromStr for StartObjective {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (share, class) = s.split_once(':').unwrap_or((s, "warm"));
+        let percentile = match share.strip_prefix('p') {
+            Some(pct) => pct.parse::<f64>().map(|p| p / 100.0),
+            None => share.parse::<f64>(),
+        }
+        .map_err(|_| format!("`{share}`: want a percentile (`p90`) or a share (`0.9`)"))?;
+        let class = match class {
+            "warm" => StartClass::Warm,
+            "standby" => StartClass::Standby,
+            c => return Err(format!("`{c}`: the class is `warm` or `standby`")),
+        };
+        let objective = StartObjective { percentile, class };
+        if objective.is_valid() {
+            Ok(objective)
+        } else {
+            Err(format!(
+                "`{share}`: the share must be above 0 and below 1 (p90 is 0.9)"
+            ))
+        }
+    }
+}
+
+impl Default for StartObjective {
+    fn default() -> Self {
+        StartObjective {
+            percentile: default_objective_percentile(),
+            class: StartClass::Warm,
+        }
+    }
+}
+
+/// Where a job must start to count within a start-latency objective.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartClass {
+    /// On its caller's warm pod (a warm start, about 0.1 s).
+    #[default]
+    Warm,
+    /// On a warm or a standby pod (a promotion at worst, about 1 s):
+    /// keep-alives are then chosen by their cost alone.
+    Standby,
+}
+
+fn default_objective_percentile() -> f64 {
+    0.9
 }
 
 fn default_image() -> String {
@@ -85,6 +166,7 @@ impl Profile {
             keep_alive_s: default_keep_alive(),
             max_pods: default_max_pods(),
             node_selector: BTreeMap::new(),
+            start_objective: StartObjective::default(),
         }
     }
 
@@ -103,5 +185,53 @@ impl Profile {
                 ..Profile::cpu("cpu-net")
             },
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_profile_without_an_objective_aims_at_p90_warm() {
+        let p: Profile = serde_json::from_str(r#"{"name": "gpu-a"}"#).unwrap();
+        assert_eq!(p.start_objective, StartObjective::default());
+        assert_eq!(
+            (p.start_objective.percentile, p.start_objective.class),
+            (0.9, StartClass::Warm)
+        );
+        let p: Profile = serde_json::from_str(
+            r#"{"name": "gpu-a", "start_objective": {"percentile": 0.99, "class": "standby"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.start_objective,
+            StartObjective {
+                percentile: 0.99,
+                class: StartClass::Standby
+            }
+        );
+        for bad in [
+            r#"{"name": "a", "start_objective": {"percentile": 0.9, "class": "cold"}}"#,
+            r#"{"name": "a", "start_objective": {"percentile": 0.9, "p": 1}}"#,
+        ] {
+            assert!(serde_json::from_str::<Profile>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn objectives_read_as_percentiles_or_shares() {
+        let o = |s: &str| s.parse::<StartObjective>();
+        assert_eq!(o("p90:warm"), Ok(StartObjective::default()));
+        assert_eq!(o("p90"), Ok(StartObjective::default()));
+        assert_eq!(o("0.9:warm"), Ok(StartObjective::default()));
+        let p995 = o("p99.5:standby").unwrap();
+        assert!((p995.percentile - 0.995).abs() < 1e-12);
+        assert_eq!(p995.class, StartClass::Standby);
+        for bad in [
+            "p100", "p0", "1", "-0.5", "pNaN", "NaN", "p90:cold", "warm", "",
+        ] {
+            assert!(o(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -129,6 +129,10 @@ pub struct SimulateArgs {
     /// standby floor alone).
     #[arg(long)]
     pub standby_initial: Option<u32>,
+    /// firepool's start-latency objective in every pool: `p90:warm` (the
+    /// default), `p99:warm`, `p90:standby` (a promotion at worst), ...
+    #[arg(long, default_value = "p90:warm")]
+    pub objective: hearth_core::StartObjective,
     /// Print one JSON object per policy, one per line.
     #[arg(long)]
     pub json: bool,
@@ -421,7 +425,8 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         max_pods: args.max_pods,
         standby_initial: args.standby_initial,
         ..sim::SimParams::default()
-    };
+    }
+    .with_objective(args.objective);
     let mut frontier = Vec::new();
     let mut floor = None;
     let summaries = if args.compare {

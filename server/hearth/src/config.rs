@@ -564,6 +564,11 @@ impl Config {
                 "profile `{}`: max_pods must be positive",
                 p.name
             );
+            anyhow::ensure!(
+                p.start_objective.is_valid(),
+                "profile `{}`: start_objective.percentile must be above 0 and below 1 (0.9 for p90)",
+                p.name
+            );
         }
         anyhow::ensure!(!profiles.is_empty(), "no profiles configured");
         Ok(profiles)
@@ -594,6 +599,46 @@ impl std::str::FromStr for JobUser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profiles_start_objective_is_read_and_checked() {
+        let path =
+            std::env::temp_dir().join(format!("hearth-profiles-{}.json", std::process::id()));
+        let mut c = Config::for_tests("postgres://localhost/x", PathBuf::from("/tmp"));
+        c.profiles = Some(path.clone());
+        let load = |objective: &str| {
+            std::fs::write(
+                &path,
+                format!(r#"[{{"name": "gpu-a", "gpus": 1, "start_objective": {objective}}}]"#),
+            )
+            .unwrap();
+            c.load_profiles()
+        };
+        let p = load(r#"{"percentile": 0.99, "class": "standby"}"#).unwrap();
+        assert_eq!(
+            p[0].start_objective,
+            hearth_core::StartObjective {
+                percentile: 0.99,
+                class: hearth_core::StartClass::Standby
+            }
+        );
+        // Its pool aims at it.
+        let pool = hearth_pool::Config::for_profile(&p[0], 1)
+            .objective
+            .unwrap();
+        assert_eq!(
+            (pool.percentile, pool.class),
+            (0.99, hearth_core::Source::Standby)
+        );
+        for bad in ["1.0", "0", "-0.1"] {
+            let e = load(&format!(r#"{{"percentile": {bad}}}"#)).unwrap_err();
+            assert!(
+                e.to_string().contains("start_objective.percentile"),
+                "{bad}: {e}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn the_pools_and_the_lease_stay_within_the_connection_total() {

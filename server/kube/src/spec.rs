@@ -299,10 +299,16 @@ impl Template {
     }
 
     /// What a pod of `profile` is made from, hashed: pods made from the
-    /// same inputs are interchangeable.
+    /// same inputs are interchangeable. The start-latency objective is the
+    /// pool's, not the pod's: a new one replaces no pod (and pods made
+    /// before profiles had one keep their hash).
     pub fn spec_hash(&self, profile: &Profile) -> String {
+        let mut made_of = serde_json::to_value(profile).expect("a profile serializes");
+        if let Some(fields) = made_of.as_object_mut() {
+            fields.remove("start_objective");
+        }
         let inputs = serde_json::json!({
-            "profile": profile,
+            "profile": made_of,
             "settings": self.settings(&profile.name),
             "port": self.agent_port,
             "run_as": self.run_as,
@@ -714,6 +720,25 @@ mod tests {
             claims[0].resource_claim_template_name.as_deref(),
             Some("gpu-share")
         );
+    }
+
+    #[test]
+    fn a_pods_hash_follows_what_it_is_made_of_not_its_pools_objective() {
+        let t = template();
+        let p = Profile::cpu("cpu-small");
+        let aiming = Profile {
+            start_objective: hearth_core::StartObjective {
+                percentile: 0.99,
+                class: hearth_core::StartClass::Standby,
+            },
+            ..p.clone()
+        };
+        assert_eq!(t.spec_hash(&p), t.spec_hash(&aiming));
+        let larger = Profile {
+            memory_mib: p.memory_mib * 2,
+            ..p.clone()
+        };
+        assert_ne!(t.spec_hash(&p), t.spec_hash(&larger));
     }
 
     #[test]

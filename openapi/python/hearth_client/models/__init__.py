@@ -85,6 +85,8 @@ from .server_sent_event import ServerSentEvent
 from .session_response import SessionResponse
 from .sign_in_request import SignInRequest
 from .source import Source
+from .start_class import StartClass
+from .start_objective import StartObjective
 from .state import State
 from .stats_coverage import StatsCoverage
 from .tenant_pool import TenantPool
@@ -182,6 +184,8 @@ __all__ = (
     "SessionResponse",
     "SignInRequest",
     "Source",
+    "StartClass",
+    "StartObjective",
     "State",
     "StatsCoverage",
     "TenantPool",

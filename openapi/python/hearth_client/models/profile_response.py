@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 if TYPE_CHECKING:
     from ..models.pod_counts import PodCounts
     from ..models.profile_response_node_selector import ProfileResponseNodeSelector
+    from ..models.start_objective import StartObjective
 
 
 T = TypeVar("T", bound="ProfileResponse")
@@ -33,6 +34,10 @@ class ProfileResponse:
             node_selector (ProfileResponseNodeSelector): Kubernetes node selector.
             pids (int): Process limit of the pod.
             pods (PodCounts): Pods of one profile by state, for the profiles API.
+            start_objective (StartObjective): A start-latency objective: at least `percentile` of a pool's jobs start
+                on a pod of `class`. The `firepool` policy chooses each caller's
+                keep-alive to reach it at the least GPU time the callers' pauses allow:
+                capacity goes where a caller's pauses make warm starts cheap.
             warnings (list[str]): Limits of the profile the runtime cannot enforce here.
     """
 
@@ -49,6 +54,7 @@ class ProfileResponse:
     node_selector: ProfileResponseNodeSelector
     pids: int
     pods: PodCounts
+    start_objective: StartObjective
     warnings: list[str]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -79,6 +85,8 @@ class ProfileResponse:
 
         pods = self.pods.to_dict()
 
+        start_objective = self.start_objective.to_dict()
+
         warnings = self.warnings
 
         field_dict: dict[str, Any] = {}
@@ -98,6 +106,7 @@ class ProfileResponse:
                 "node_selector": node_selector,
                 "pids": pids,
                 "pods": pods,
+                "start_objective": start_objective,
                 "warnings": warnings,
             }
         )
@@ -108,6 +117,7 @@ class ProfileResponse:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.pod_counts import PodCounts  # noqa: PLC0415
         from ..models.profile_response_node_selector import ProfileResponseNodeSelector  # noqa: PLC0415
+        from ..models.start_objective import StartObjective  # noqa: PLC0415
 
         d = dict(src_dict)
         cpu_millis = d.pop("cpu_millis")
@@ -136,6 +146,8 @@ class ProfileResponse:
 
         pods = PodCounts.from_dict(d.pop("pods"))
 
+        start_objective = StartObjective.from_dict(d.pop("start_objective"))
+
         warnings = cast(list[str], d.pop("warnings"))
 
         profile_response = cls(
@@ -152,6 +164,7 @@ class ProfileResponse:
             node_selector=node_selector,
             pids=pids,
             pods=pods,
+            start_objective=start_objective,
             warnings=warnings,
         )
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use hearth_core::Profile;
+use hearth_core::{Profile, StartObjective};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -55,6 +55,8 @@ pub struct ProfileResponse {
     pub max_pods: u32,
     /// Kubernetes node selector.
     pub node_selector: BTreeMap<String, String>,
+    /// The start latency the profile's pool aims at (`firepool`).
+    pub start_objective: StartObjective,
     /// This service's pods of the profile, by state.
     pub pods: PodCounts,
     /// Limits of the profile the runtime cannot enforce here.
@@ -78,6 +80,7 @@ impl ProfileResponse {
             keep_alive_s,
             max_pods,
             node_selector,
+            start_objective,
         } = profile.clone();
         ProfileResponse {
             name,
@@ -92,6 +95,7 @@ impl ProfileResponse {
             keep_alive_s,
             max_pods,
             node_selector,
+            start_objective,
             pods,
             warnings,
         }

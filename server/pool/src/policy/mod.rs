@@ -494,8 +494,8 @@ impl Default for KeepAliveConfig {
 }
 
 impl Config {
-    /// A pool of `gpus` GPUs for `profile`: pod size, pod limit and default
-    /// keep-alive come from the profile.
+    /// A pool of `gpus` GPUs for `profile`: pod size, pod limit, default
+    /// keep-alive and start-latency objective come from the profile.
     pub fn for_profile(profile: &hearth_core::Profile, gpus: u32) -> Config {
         let base = Config::default();
         Config {
@@ -506,6 +506,14 @@ impl Config {
                 default: Duration::from_secs(u64::from(profile.keep_alive_s)),
                 ..base.keep_alive.clone()
             },
+            objective: base.objective.clone().map(|o| ObjectiveConfig {
+                percentile: profile.start_objective.percentile,
+                class: match profile.start_objective.class {
+                    hearth_core::StartClass::Warm => Source::Warm,
+                    hearth_core::StartClass::Standby => Source::Standby,
+                },
+                ..o
+            }),
             ..base
         }
     }

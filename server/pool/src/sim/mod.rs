@@ -144,6 +144,16 @@ impl Default for SimParams {
 }
 
 impl SimParams {
+    /// Every pool aims at `objective`, as a profile of the service does.
+    pub fn with_objective(mut self, objective: hearth_core::StartObjective) -> SimParams {
+        let profile = hearth_core::Profile {
+            start_objective: objective,
+            ..hearth_core::Profile::cpu(PROFILE)
+        };
+        self.pool.objective = Config::for_profile(&profile, 0).objective;
+        self
+    }
+
     fn pool_config(&self, info: &PoolInfo) -> Config {
         let mut c = self.pool.clone();
         let per = c.shares_per_gpu.max(1);

@@ -428,3 +428,49 @@ fn benchmark_seeds_take_lists_and_inclusive_ranges_and_refuse_the_rest() {
     assert!(super::seeds("").is_err());
     assert!(super::seeds("1;2").is_err());
 }
+
+/// The objective is the pool's to choose (a profile's `start_objective`):
+/// a stricter one buys warm starts with GPU time, a looser one gives GPU
+/// time back, and each that the trace allows is met.
+#[test]
+fn a_stricter_start_objective_buys_warm_starts_with_gpu_time() {
+    let mut buf = Vec::new();
+    generate(TraceKind::AgentHeavy, 60, 6_000, 1, &mut buf).unwrap();
+    let t = TempTrace::new("objectives", std::str::from_utf8(&buf).unwrap());
+    let run = |objective: &str| {
+        let params = SimParams::default().with_objective(objective.parse().unwrap());
+        simulate(&t.0, Kind::Firepool, &params).unwrap()
+    };
+    let (p50, p90, p99) = (run("p50:warm"), run("p90:warm"), run("p99:warm"));
+    let table = || Summary::table(&[p50.clone(), p90.clone(), p99.clone()]);
+    assert!(
+        p50.gpu_hours_held < p90.gpu_hours_held && p90.gpu_hours_held < p99.gpu_hours_held,
+        "{}",
+        table()
+    );
+    assert!(
+        p50.warm_share < p90.warm_share && p90.warm_share < p99.warm_share,
+        "{}",
+        table()
+    );
+    // p99 is beyond this trace (first jobs, sessions' concurrent calls):
+    // it is bought as far as it goes.
+    assert!(
+        p50.warm_share >= 0.5 && p90.warm_share >= 0.9,
+        "{}",
+        table()
+    );
+    assert!(
+        p50.start_p50_s <= 0.1 && p90.start_p90_s <= 0.1,
+        "{}",
+        table()
+    );
+    // At a promotion at worst, keep-alives are chosen by their cost alone.
+    let standby = run("p90:standby");
+    assert!(
+        standby.start_p90_s <= 1.0,
+        "{}",
+        Summary::table(std::slice::from_ref(&standby))
+    );
+    assert!(standby.gpu_hours_held < p90.gpu_hours_held);
+}
