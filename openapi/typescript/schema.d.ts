@@ -1686,6 +1686,30 @@ export interface components {
              */
             step_s: number;
         };
+        /**
+         * @description A pool's start-latency objective and where it stands: shared facts of
+         *     the pool, over every tenant's jobs.
+         */
+        PoolObjective: {
+            class: components["schemas"]["StartClass"];
+            /**
+             * Format: double
+             * @description The share of jobs to start within `class`: 0.9 for p90.
+             */
+            percentile: number;
+            /**
+             * Format: double
+             * @description The share of jobs the callers' pauses predict within the class at the
+             *     keep-alives chosen now.
+             */
+            predicted: number;
+            /**
+             * Format: double
+             * @description The share of recent jobs (about the last 256, exponentially weighted)
+             *     that started on their caller's warm pod; `null` before the first.
+             */
+            warm_share?: number | null;
+        };
         /** @description Pods of the pool by state. */
         PoolPods: {
             /** Format: int32 */
@@ -1717,6 +1741,7 @@ export interface components {
             gpus: components["schemas"]["PoolGpus"];
             /** @description Which replica holds this pool. */
             leader: components["schemas"]["LeaderResponse"];
+            objective?: components["schemas"]["PoolObjective"] | null;
             pods: components["schemas"]["PoolPods"];
             /** @description `fresh`, `always-on[:N]`, `keepalive:<s>` or `firepool`. */
             policy: string;

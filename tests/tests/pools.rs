@@ -198,6 +198,18 @@ async fn a_job_is_served_from_standby_and_the_standby_refilled() {
     let pb = pool(&app, &b.key, "cpu-small").await;
     assert_eq!(pb["callers"], json!([]));
     assert_eq!(pb["pods"]["warm"], 2, "aggregate counts are shared: {pb}");
+    // So are the pool's objective and where it stands: of its three jobs,
+    // one started warm.
+    let objective = &pb["objective"];
+    assert_eq!(
+        (&objective["percentile"], &objective["class"]),
+        (&json!(0.9), &json!("warm")),
+        "{pb}"
+    );
+    let warm = objective["warm_share"].as_f64().unwrap();
+    assert!((0.3..0.34).contains(&warm), "{pb}");
+    let predicted = objective["predicted"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&predicted), "{pb}");
     let (s, all) = app.get(&b.key, "/v1/pools").await;
     assert_eq!(s, 200);
     let names: Vec<&str> = all["pools"]

@@ -240,6 +240,7 @@ describe("pages", () => {
       queued_jobs: 1,
       queued_pods: 1,
       standby_target: 2,
+      objective: { percentile: 0.9, class: "warm", predicted: 0.934, warm_share: 0.881 },
       leader: { is_leader: true, host: "h", replica_id: "r" },
       pods: { active: 1, draining: 0, reserved: 0, standby: 2, starting: 0, warm: 1 },
       gpus: { free_gpus: 0.5, inventory: 2, kind: "accounting-only", shares_per_gpu: 8, held_gpus: { active: 1, warm: 0.25, standby: 0.25, draining: 0 }, held_shares: { active: 8, warm: 2, standby: 2, draining: 0 } },
@@ -265,6 +266,7 @@ describe("pages", () => {
     await waitFor(() => expect(root!.querySelector("#pool-gpu-one")).not.toBeNull());
     expect(root.textContent).toContain("1.50 held of 2 (accounting-only)");
     expect(root.textContent).toContain("1 jobs (1 pods) waiting");
+    expect(root.textContent).toContain("p90 warm start: 93.4 % predicted within it, 88.1 % of recent jobs started warm");
     const caller = [...root.querySelectorAll("table.data tbody tr")].find((r) => r.textContent!.startsWith("agent-7"))!;
     expect([...caller.querySelectorAll("td")].map((td) => td.textContent)).toEqual(["agent-7", "1", "1", "30 s", "12"]);
     expect(root.querySelector("svg path.series")).not.toBeNull();

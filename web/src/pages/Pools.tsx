@@ -1,6 +1,6 @@
 /**
  * The pools: pods by state, GPU shares held, the budget and its inputs, the
- * standby target, queue depth and the tenant's callers' keep-alive, with a
+ * start-latency objective and where it stands, the standby target, queue depth and the tenant's callers' keep-alive, with a
  * chart of GPUs held over the last hour, from the history the leading
  * replica keeps of each pool (`GET /v1/pools/{profile}/history`).
  */
@@ -17,6 +17,15 @@ type History = Schemas["PoolHistoryResponse"];
 
 const REFRESH_MS = 5000;
 const HOUR_MS = 3_600_000;
+
+/** A pool's start-latency objective and where it stands, in words. */
+export function objectiveText(o: Pool["objective"]): string {
+  if (!o) return "none (this policy has no objective)";
+  const pct = (share: number) => `${Math.round(share * 1000) / 10} %`;
+  const aim = `p${Math.round(o.percentile * 1000) / 10} ${o.class} start`;
+  const recent = o.warm_share == null ? "no jobs yet" : `${pct(o.warm_share)} of recent jobs started warm`;
+  return `${aim}: ${pct(o.predicted)} predicted within it, ${recent}`;
+}
 
 export function heldGpus(p: Pool): number {
   const h = p.gpus.held_gpus;
@@ -62,6 +71,8 @@ function PoolCard({ pool }: { pool: Pool }) {
         <dd>
           {pool.queued_jobs} jobs ({pool.queued_pods} pods) waiting
         </dd>
+        <dt>Objective</dt>
+        <dd>{objectiveText(pool.objective)}</dd>
         <dt>Standby target</dt>
         <dd>{pool.standby_target} pods</dd>
         <dt>GPUs</dt>

@@ -75,6 +75,7 @@ from .policy_route_response import PolicyRouteResponse
 from .pool_budget import PoolBudget
 from .pool_gpus import PoolGpus
 from .pool_history_response import PoolHistoryResponse
+from .pool_objective import PoolObjective
 from .pool_pods import PoolPods
 from .pool_response import PoolResponse
 from .profile_response import ProfileResponse
@@ -173,6 +174,7 @@ __all__ = (
     "PoolBudget",
     "PoolGpus",
     "PoolHistoryResponse",
+    "PoolObjective",
     "PoolPods",
     "PoolResponse",
     "ProfileResponse",

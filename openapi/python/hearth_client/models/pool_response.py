@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.leader_response import LeaderResponse
     from ..models.pool_budget import PoolBudget
     from ..models.pool_gpus import PoolGpus
+    from ..models.pool_objective import PoolObjective
     from ..models.pool_pods import PoolPods
     from ..models.tenant_pool import TenantPool
 
@@ -35,6 +36,7 @@ class PoolResponse:
         standby_target (int): Standby pods the pool keeps now.
         tenant (TenantPool): The requesting tenant's share of the pool.
         budget (None | PoolBudget | Unset):
+        objective (None | PoolObjective | Unset):
     """
 
     callers: list[CallerPool]
@@ -48,10 +50,12 @@ class PoolResponse:
     standby_target: int
     tenant: TenantPool
     budget: None | PoolBudget | Unset = UNSET
+    objective: None | PoolObjective | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.pool_budget import PoolBudget  # noqa: PLC0415
+        from ..models.pool_objective import PoolObjective  # noqa: PLC0415
 
         callers = []
         for callers_item_data in self.callers:
@@ -84,6 +88,14 @@ class PoolResponse:
         else:
             budget = self.budget
 
+        objective: dict[str, Any] | None | Unset
+        if isinstance(self.objective, Unset):
+            objective = UNSET
+        elif isinstance(self.objective, PoolObjective):
+            objective = self.objective.to_dict()
+        else:
+            objective = self.objective
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -102,6 +114,8 @@ class PoolResponse:
         )
         if budget is not UNSET:
             field_dict["budget"] = budget
+        if objective is not UNSET:
+            field_dict["objective"] = objective
 
         return field_dict
 
@@ -111,6 +125,7 @@ class PoolResponse:
         from ..models.leader_response import LeaderResponse  # noqa: PLC0415
         from ..models.pool_budget import PoolBudget  # noqa: PLC0415
         from ..models.pool_gpus import PoolGpus  # noqa: PLC0415
+        from ..models.pool_objective import PoolObjective  # noqa: PLC0415
         from ..models.pool_pods import PoolPods  # noqa: PLC0415
         from ..models.tenant_pool import TenantPool  # noqa: PLC0415
 
@@ -157,6 +172,23 @@ class PoolResponse:
 
         budget = _parse_budget(d.pop("budget", UNSET))
 
+        def _parse_objective(data: object) -> None | PoolObjective | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                objective_type_0 = PoolObjective.from_dict(data)
+
+                return objective_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | PoolObjective | Unset, data)
+
+        objective = _parse_objective(d.pop("objective", UNSET))
+
         pool_response = cls(
             callers=callers,
             gpus=gpus,
@@ -169,6 +201,7 @@ class PoolResponse:
             standby_target=standby_target,
             tenant=tenant,
             budget=budget,
+            objective=objective,
         )
 
         pool_response.additional_properties = d

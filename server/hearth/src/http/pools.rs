@@ -5,6 +5,7 @@
 //! whether it is the one answering.
 
 use axum::extract::State;
+use hearth_core::{Source, StartClass};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -120,6 +121,21 @@ pub struct CallerPool {
     pub in_flight: u32,
 }
 
+/// A pool's start-latency objective and where it stands: shared facts of
+/// the pool, over every tenant's jobs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoolObjective {
+    /// The share of jobs to start within `class`: 0.9 for p90.
+    pub percentile: f64,
+    pub class: StartClass,
+    /// The share of jobs the callers' pauses predict within the class at the
+    /// keep-alives chosen now.
+    pub predicted: f64,
+    /// The share of recent jobs (about the last 256, exponentially weighted)
+    /// that started on their caller's warm pod; `null` before the first.
+    pub warm_share: Option<f64>,
+}
+
 /// Which replica schedules jobs and holds the pools.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LeaderResponse {
@@ -155,6 +171,9 @@ pub struct PoolResponse {
     pub gpus: PoolGpus,
     /// `null` for policies without a budget.
     pub budget: Option<PoolBudget>,
+    /// The start latency the pool aims at (its profile's `start_objective`)
+    /// and where it stands; `null` for policies without one.
+    pub objective: Option<PoolObjective>,
     /// Standby pods the pool keeps now.
     pub standby_target: u32,
     /// Jobs waiting for pods.
@@ -221,6 +240,16 @@ fn respond(view: PoolView, leader: &LeaderResponse) -> PoolResponse {
                 floor_gpus: gpus(b.inputs.floor.0),
                 ceiling_gpus: ceiling(b.inputs.ceiling.0),
             },
+        }),
+        objective: s.objective.map(|o| PoolObjective {
+            percentile: o.percentile,
+            class: match o.class {
+                Source::Warm => StartClass::Warm,
+                // Nothing aims at cold starts: keep-alives by cost alone.
+                Source::Standby | Source::Cold => StartClass::Standby,
+            },
+            predicted: o.predicted,
+            warm_share: o.warm_share,
         }),
         standby_target: s.standby_target,
         queued_jobs: s.queued_jobs,

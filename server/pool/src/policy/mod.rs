@@ -1220,6 +1220,10 @@ pub struct ObjectiveView {
     /// The share of jobs the callers' pauses predict within the class at
     /// that price.
     pub predicted: f64,
+    /// The share of recent jobs (about the last 256, exponentially
+    /// weighted) that started on their caller's warm pod; `None` before
+    /// the first.
+    pub warm_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -2712,6 +2712,7 @@ impl Pool {
                         u64::MAX
                     },
                     predicted: self.predicted,
+                    warm_share: (self.served[1] > 0.0).then(|| self.served[0] / self.served[1]),
                 }),
             queued_jobs: self.queue.len() as u32,
             queued_pods: self.queued_pods,
