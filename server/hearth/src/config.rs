@@ -628,7 +628,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             (pool.percentile, pool.class),
-            (0.99, hearth_core::Source::Standby)
+            (0.99, hearth_core::StartClass::Standby)
         );
         for bad in ["1.0", "0", "-0.1"] {
             let e = load(&format!(r#"{{"percentile": {bad}}}"#)).unwrap_err();

@@ -5,7 +5,7 @@
 //! whether it is the one answering.
 
 use axum::extract::State;
-use hearth_core::{Source, StartClass};
+use hearth_core::StartClass;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -243,11 +243,7 @@ fn respond(view: PoolView, leader: &LeaderResponse) -> PoolResponse {
         }),
         objective: s.objective.map(|o| PoolObjective {
             percentile: o.percentile,
-            class: match o.class {
-                Source::Warm => StartClass::Warm,
-                // Nothing aims at cold starts: keep-alives by cost alone.
-                Source::Standby | Source::Cold => StartClass::Standby,
-            },
+            class: o.class,
             predicted: o.predicted,
             warm_share: o.warm_share,
         }),

@@ -59,7 +59,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use hearth_core::Source;
+pub use hearth_core::{Source, StartClass, StartObjective};
 pub use pool::Pool;
 
 macro_rules! id {
@@ -354,7 +354,7 @@ pub struct ObjectiveConfig {
     pub percentile: f64,
     /// `warm` (p90 at a warm start) or `standby` (p90 at a promotion at
     /// worst; keep-alives are then chosen by cost alone).
-    pub class: Source,
+    pub class: StartClass,
     /// Aimed above `percentile`, for what the pause history does not
     /// predict (first jobs, concurrent jobs, pauses longer than any seen).
     pub slack: f64,
@@ -409,11 +409,22 @@ pub struct RewarmConfig {
     pub hold_under: Duration,
 }
 
+/// A profile's objective, with the policy's defaults for the rest.
+impl From<StartObjective> for ObjectiveConfig {
+    fn from(o: StartObjective) -> ObjectiveConfig {
+        ObjectiveConfig {
+            percentile: o.percentile,
+            class: o.class,
+            ..ObjectiveConfig::default()
+        }
+    }
+}
+
 impl Default for ObjectiveConfig {
     fn default() -> ObjectiveConfig {
         ObjectiveConfig {
             percentile: 0.9,
-            class: Source::Warm,
+            class: StartClass::Warm,
             slack: 0.03,
             margin: 0.1,
             review_every: Duration::from_secs(5),
@@ -506,14 +517,7 @@ impl Config {
                 default: Duration::from_secs(u64::from(profile.keep_alive_s)),
                 ..base.keep_alive.clone()
             },
-            objective: base.objective.clone().map(|o| ObjectiveConfig {
-                percentile: profile.start_objective.percentile,
-                class: match profile.start_objective.class {
-                    hearth_core::StartClass::Warm => Source::Warm,
-                    hearth_core::StartClass::Standby => Source::Standby,
-                },
-                ..o
-            }),
+            objective: Some(profile.start_objective.into()),
             ..base
         }
     }
@@ -1214,7 +1218,7 @@ pub struct CallerView {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ObjectiveView {
     pub percentile: f64,
-    pub class: Source,
+    pub class: StartClass,
     /// GPU shares x ms the pool pays for one more start within the class.
     pub price_share_ms: u64,
     /// The share of jobs the callers' pauses predict within the class at

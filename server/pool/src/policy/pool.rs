@@ -20,7 +20,7 @@ use super::stats::{Pauses, PeakWindow, Rate, StartTime};
 use super::{
     Basis, Bounds, BudgetInputs, BudgetView, CallerId, CallerView, Config, Decision, Error, Event,
     GpuView, Held, JobId, Kind, ObjectiveView, Placement, PodCounts, PodId, PodView, Purpose,
-    Reason, Request, Shares, Snapshot, Source, TenantId, TenantView,
+    Reason, Request, Shares, Snapshot, Source, StartClass, TenantId, TenantView,
 };
 use crate::Instant;
 use crate::time::millis;
@@ -1985,7 +1985,7 @@ impl Pool {
             .map(|(&id, _)| id)
             .collect();
         ids.sort_unstable();
-        let (price, predicted) = if o.class == Source::Warm {
+        let (price, predicted) = if o.class == StartClass::Warm {
             let joint: Vec<(f64, Curve)> = ids
                 .iter()
                 .filter_map(|id| {

@@ -146,11 +146,7 @@ impl Default for SimParams {
 impl SimParams {
     /// Every pool aims at `objective`, as a profile of the service does.
     pub fn with_objective(mut self, objective: hearth_core::StartObjective) -> SimParams {
-        let profile = hearth_core::Profile {
-            start_objective: objective,
-            ..hearth_core::Profile::cpu(PROFILE)
-        };
-        self.pool.objective = Config::for_profile(&profile, 0).objective;
+        self.pool.objective = Some(objective.into());
         self
     }
 
