@@ -271,6 +271,10 @@ struct CallerState {
     burst_jobs: u32,
     burst_sizes: Pauses,
     rewarm_at: Option<Instant>,
+    /// Its next burst reaches this pool only after its loop came back
+    /// elsewhere: the re-warm waits for that, not for the clock (see
+    /// [`Pool::trails`]).
+    rewarm_on_loop: bool,
     /// When its next burst, not worth a re-warm, is due at the earliest
     /// (it will take a standby pod), and until when it is expected.
     handover_at: Option<(Instant, Instant)>,
@@ -588,6 +592,20 @@ impl Pool {
             jobs: c.burst_jobs,
             period_ms: b.period_ms,
         })
+    }
+
+    /// The shortest of the caller's recent lags, if every recent burst of
+    /// its loop started in another pool and reached this one that long
+    /// after or later (a verifier that follows each step's first rollout):
+    /// then the loop coming back elsewhere tells when its next burst here
+    /// is due, to within how long its bursts take to get here, which the
+    /// period does not (it strays by the jitter of the pause). Needs
+    /// `min_periods` lags, and a driver that tells the pool about the loop.
+    fn trails(&self, c: &CallerState) -> Option<u64> {
+        let lags = c.lags.as_slice();
+        let soonest = lags.iter().min().copied()?;
+        (self.mode.one_loop && soonest > 0 && lags.len() >= self.cfg.rewarm.min_periods as usize)
+            .then_some(u64::from(soonest))
     }
 
     /// The shortest and longest of the caller's recent lags from a burst's
@@ -954,16 +972,23 @@ impl Pool {
                     .burst_sizes
                     .push(u64::from(caller.burst_jobs), history);
             }
+            // A caller's first burst here tells no lag: the pool did not
+            // know it, nor where its loop came back.
+            if caller.last_burst.is_some() {
+                caller.lags.push(
+                    now.as_millis().saturating_sub(start.as_millis()),
+                    self.cfg.rewarm.history as usize,
+                );
+            }
             caller.burst_jobs = 0;
             caller.last_burst = Some(start);
-            caller.lags.push(
-                now.as_millis().saturating_sub(start.as_millis()),
-                self.cfg.rewarm.history as usize,
-            );
             caller.waited_ms = [0, caller.waited_ms[0]];
         }
         // A new burst ends the wait for the one a re-warm was scheduled for.
         let rewarm = if burst { caller.rewarm_at.take() } else { None };
+        if burst {
+            caller.rewarm_on_loop = false;
+        }
         let handover = if burst {
             caller.handover_at.take()
         } else {
@@ -1070,6 +1095,7 @@ impl Pool {
             last_burst: None,
             periods: Pauses::default(),
             lags: Pauses::default(),
+            rewarm_on_loop: false,
             burst_jobs: 0,
             burst_sizes: Pauses::default(),
             rewarm_at: None,
@@ -2071,12 +2097,24 @@ impl Pool {
     /// bursts that come sooner to a standby pod: until the binding, they
     /// are expected as handovers.
     fn schedule_rewarm(&mut self, id: CallerId, b: Burst, at: Instant) {
+        let trails = self
+            .callers
+            .get(&id)
+            .is_some_and(|c| self.trails(c).is_some());
         let Some(c) = self.callers.get_mut(&id) else {
             return;
         };
-        if let Some(old) = c.rewarm_at.replace(at) {
+        if let Some(old) = c.rewarm_at.take() {
             self.rewarms.remove(&(old, id));
         }
+        // Bound when its loop comes back elsewhere; a standby pod waits
+        // for it meanwhile, and takes the burst if the loop starts here.
+        c.rewarm_on_loop = trails;
+        if trails {
+            self.expect_handover(id, b.early, b.latest + self.cfg.rewarm.grace);
+            return;
+        }
+        c.rewarm_at = Some(at);
         self.rewarms.insert((at, id));
         if at + self.cfg.rewarm.lead > b.early {
             self.expect_handover(id, b.early, at.min(b.latest + self.cfg.rewarm.grace));
@@ -2258,9 +2296,29 @@ impl Pool {
             let quiet = now.saturating_since(end);
             if quiet >= gap {
                 c.resumed = Some(now);
+                // Its burst reaches this pool `soonest` from now at the
+                // earliest: bound `lead` before that.
+                if std::mem::take(&mut c.rewarm_on_loop) {
+                    let soonest = self
+                        .callers
+                        .get(&id)
+                        .and_then(|c| self.trails(c))
+                        .unwrap_or(0);
+                    let lead = millis(self.cfg.rewarm.lead);
+                    let at = now + Duration::from_millis(soonest.saturating_sub(lead));
+                    if let Some(c) = self.callers.get_mut(&id) {
+                        c.rewarm_at = Some(at);
+                    }
+                    self.rewarms.insert((at, id));
+                }
             }
-            c.gap_elsewhere_ms = c.gap_elsewhere_ms.max(millis(quiet));
+            if let Some(c) = self.callers.get_mut(&id) {
+                c.gap_elsewhere_ms = c.gap_elsewhere_ms.max(millis(quiet));
+            }
         }
+        let Some(c) = self.callers.get_mut(&id) else {
+            return;
+        };
         if !busy && c.in_flight == 0 {
             c.last_end = Some(now);
         }
@@ -2988,7 +3046,8 @@ mod tests {
         let c = &pool.callers[&caller];
         assert_eq!(c.periods.as_slice(), &[92_000]);
         assert_eq!(c.last_burst, Some(Instant::from_millis(92_000)));
-        assert_eq!(c.lags.as_slice(), &[0, 5_000]);
+        // Its first burst here told no lag: the pool did not know it yet.
+        assert_eq!(c.lags.as_slice(), &[5_000]);
     }
 
     #[test]

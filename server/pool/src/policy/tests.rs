@@ -1033,6 +1033,9 @@ type Log = Vec<(u64, Decision)>;
 enum Step {
     Queue(u64, u64),
     Finish(u64),
+    /// The caller's loop started (`true`) or stopped running jobs in
+    /// another pool.
+    Loop(u64, bool),
 }
 
 /// Plays `script` (time, step) in time order through `f`, ticking at every
@@ -1052,6 +1055,10 @@ fn play(f: &mut Fake, mut script: Vec<(u64, Step)>, until: u64) -> Log {
         let mut d = match step {
             Some(Step::Queue(job, caller)) => f.at(t).queue(job, caller),
             Some(Step::Finish(job)) => f.at(t).finish(job),
+            Some(Step::Loop(caller, busy)) => f.at(t).ev(Event::LoopBusy {
+                caller: CallerId(caller),
+                busy,
+            }),
             None => f.at(t).ev(Event::Tick),
         };
         while !d.is_empty() {
@@ -1485,6 +1492,46 @@ fn the_price_never_falls_below_a_handovers_refill_and_binding() {
         .find(|c| c.caller == CallerId(2))
         .unwrap();
     assert!(c2.keep_alive_ms.unwrap() >= 5_000, "{c2:?}");
+}
+
+#[test]
+fn a_burst_that_trails_its_loop_is_rewarmed_when_the_loop_comes_back() {
+    let mut f = periodic_pool();
+    // Each step starts in another pool (a rollout of 5 s) and comes here
+    // (a verifier of 200 ms) when it ends; steps come every 60 s, give or
+    // take 8 s, so the clock alone could not bind much later than 8 s
+    // before the earliest.
+    let offsets = [0u64, 8_000, 0, 4_000, 8_000, 0, 6_000];
+    let mut script = Vec::new();
+    let mut resumed = Vec::new();
+    for (step, &off) in offsets.iter().enumerate() {
+        let start = step as u64 * 60_000 + off;
+        resumed.push(start);
+        script.push((start, Step::Loop(9, true)));
+        script.push((start + 5_000, Step::Loop(9, false)));
+        script.extend(jobs_of(9, step as u64, &[(start + 5_000, 200)]));
+    }
+    let log = play(&mut f, script, 430_000);
+    let prewarms: Vec<u64> = log
+        .iter()
+        .filter_map(|(t, d)| matches!(d, Decision::Prewarm { .. }).then_some(*t))
+        .collect();
+    // Periodic from the fourth step (three periods; the fifth is still held
+    // by the keep-alive chosen before): the sixth and seventh are bound
+    // `lead` (3 s) before they reach here, 5 s after the loop came back:
+    // whatever their jitter, not before.
+    let expect: Vec<u64> = resumed[5..].iter().map(|r| r + 2_000).collect();
+    assert_eq!(prewarms, expect, "{log:?}");
+    // And each of them starts warm.
+    for (step, r) in resumed.iter().enumerate().skip(4) {
+        let source = log.iter().find_map(|(t, d)| match d {
+            Decision::Assign { job, source, .. } if *job == JobId(step as u64) => {
+                Some((*t, *source))
+            }
+            _ => None,
+        });
+        assert_eq!(source, Some((r + 5_000, Source::Warm)), "step {step}");
+    }
 }
 
 #[test]
