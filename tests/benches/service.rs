@@ -30,7 +30,11 @@
 //! Run: `cargo build --release --bins && cargo bench -p hearth-tests --bench service`
 //! (Hearth logs at `warn`, as the peer's logger is silenced, unless `RUST_LOG`
 //! says otherwise; `HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
-//! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_PEERS=0`
+//! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_ROUNDS`
+//! how many times each count's rows are measured in turn, default 1 (more
+//! rounds end with each round's Hearth and graphile-worker ratios, and how
+//! many rounds Hearth's ratio reached the peer's: on a shared VM one round
+//! is noise); `HEARTH_BENCH_PEERS=0`
 //! measures Hearth alone, for profiling, and `HEARTH_BENCH_LOOP=0` leaves out
 //! the agent loop; `HEARTH_DB_RELAXED_CONNECTIONS` sizes
 //! the service's pool for intermediate transitions, default 2). Without pgbench or node the rows
@@ -602,7 +606,13 @@ fn main() {
             .split(',')
             .map(|n| n.trim().parse().expect("HEARTH_BENCH_CLIENTS: numbers"))
             .collect();
-        for clients in counts {
+        let rounds: usize = std::env::var("HEARTH_BENCH_ROUNDS")
+            .map_or(1, |n| {
+                n.trim().parse().expect("HEARTH_BENCH_ROUNDS: a number")
+            })
+            .max(1);
+        let mut verdicts = Vec::new();
+        for clients in counts.iter().flat_map(|&c| std::iter::repeat_n(c, rounds)) {
             if !peers {
                 report_hearth(
                     clients,
@@ -624,8 +634,10 @@ fn main() {
                     None
                 }
             };
+            let mut peer = None;
             match graphile(&db_url, clients, length).await {
                 Ok(p) => {
+                    peer = Some(p.jobs_per_s);
                     row(
                         clients,
                         "graphile-worker 0.16.6 (rtt)",
@@ -650,11 +662,39 @@ fn main() {
                 "Hearth's commits alone",
                 base.map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * own / b))
             );
-            report_hearth(
-                clients,
-                base,
-                &hearth_noop(&app, &t.key, clients, length).await,
+            let hearth = hearth_noop(&app, &t.key, clients, length).await;
+            report_hearth(clients, base, &hearth);
+            if let (Some(b), Some(p)) = (base, peer) {
+                verdicts.push((clients, hearth.jobs_per_s / b, p / b));
+            }
+        }
+        if rounds > 1 {
+            println!(
+                "rounds: Hearth / pgbench against graphile-worker / pgbench, each measured in turn"
             );
+            for &clients in &counts {
+                let of: Vec<(f64, f64)> = verdicts
+                    .iter()
+                    .filter(|v| v.0 == clients)
+                    .map(|v| (v.1, v.2))
+                    .collect();
+                let each: Vec<String> = of
+                    .iter()
+                    .map(|(h, g)| format!("{:.1}/{:.1}", 100.0 * h, 100.0 * g))
+                    .collect();
+                let reached = of.iter().filter(|(h, g)| h >= g).count();
+                let mut quotient: Vec<f64> = of.iter().map(|(h, g)| h / g).collect();
+                quotient.sort_by(f64::total_cmp);
+                let median = quotient
+                    .get(quotient.len() / 2)
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                println!(
+                    "{clients:<8} % each round: {}; Hearth reached the peer in {reached} of {}; median Hearth / peer {median:.2}",
+                    each.join(", "),
+                    of.len()
+                );
+            }
         }
         println!(
             "(/ pgbench: jobs/s against the baseline measured just before; graphile-worker's latency is its \

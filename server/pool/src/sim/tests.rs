@@ -396,6 +396,21 @@ fn firepool_meets_the_frontier_targets_on_both_families() {
             kind.describe(seed),
             c.floor_gpu_hours
         );
+        // A floor above the GPU-hours target says so: no policy that starts
+        // every job warm can meet it.
+        let mut at = c.clone();
+        at.floor_gpu_hours = always_on * 0.6;
+        assert_eq!(
+            at.floor_of_always_on().map(|r| (r * 100.0).round()),
+            Some(60.0)
+        );
+        assert!(
+            at.floor_note().contains("above the 0.55 target"),
+            "{}",
+            at.floor_note()
+        );
+        at.floor_gpu_hours = always_on * 0.5;
+        assert!(!at.floor_note().contains("above"), "{}", at.floor_note());
     }
 }
 
