@@ -1447,9 +1447,16 @@ impl Pool {
         if let Some(done) = done {
             basis = done;
         }
-        let expires = keep
-            .filter(|_| !suspended)
-            .map(|(ms, _)| now + Duration::from_millis(ms));
+        // A burst done here leaves nothing for a keep-alive to catch before
+        // the next burst, at least `rewarm.min_gap` away: the pod goes at
+        // once (to stand by, or to be re-warmed for that burst).
+        let expires = keep.filter(|_| !suspended).map(|(ms, _)| {
+            if done.is_some() {
+                now
+            } else {
+                now + Duration::from_millis(ms)
+            }
+        });
         self.set_state(
             pod,
             PodState::Warm(Warm {
@@ -3465,9 +3472,17 @@ mod tests {
         // next, and the ready ones are claimed by the re-warms due first. A
         // worker's pod, past its keep-alive, stands by for its own re-warm
         // (kept as standby, a standby share) instead of being held whole
-        // through the pause, and every step still starts warm.
-        let mut pool = Pool::new(Kind::Firepool, expected_bursts_alone()).unwrap();
+        // through the pause, and every step still starts warm. Twelve GPUs,
+        // so that every worker can be served at once: on eight, some jobs
+        // would wait for room, and a job that never starts is not a warm
+        // start.
+        let cfg = Config {
+            gpus: 12,
+            ..expected_bursts_alone()
+        };
+        let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
         let workers: Vec<CallerId> = (1..=8).map(CallerId).collect();
+        let mut queued = 0;
         let mut runtime = Runtime::default();
         let mut held_through = 0;
         let mut sources = Vec::new();
@@ -3486,6 +3501,7 @@ mod tests {
                     if step == lag + k * 1_500 {
                         let req = Request::new(job(k), caller, TenantId(0));
                         d.extend(at(&mut pool, t, Event::JobQueued(req)));
+                        queued += usize::from(t >= 200_000);
                     }
                     if step == lag + k * 1_500 + 1_000 {
                         d.extend(at(&mut pool, t, Event::JobFinished { job: job(k) }));
@@ -3506,6 +3522,7 @@ mod tests {
             }
         }
         assert_eq!(held_through, 0);
+        assert_eq!(sources.len(), queued, "every job started");
         assert!(
             !sources.is_empty() && sources.iter().all(|&s| s == Source::Warm),
             "{sources:?}"
@@ -3555,7 +3572,8 @@ mod tests {
     /// between jobs in another pool, then pauses. Its warm pod's expiry and
     /// basis once the step's jobs here are done and the loop runs on
     /// elsewhere, step by step.
-    fn steps_here(sizes: &[u64]) -> Vec<(Option<Instant>, Basis)> {
+    /// `None` for a step whose pod went at once.
+    fn steps_here(sizes: &[u64]) -> Vec<Option<(Option<Instant>, Basis)>> {
         let mut pool = Pool::new(Kind::Firepool, Config::default()).unwrap();
         let caller = CallerId(1);
         // Every pod starts at once.
@@ -3581,11 +3599,15 @@ mod tests {
                 drive(&mut pool, t + 1_000, busy(true));
                 job += 1;
             }
-            let pod = pool.callers[&caller].warm[0];
-            match pool.pods[&pod].state {
-                PodState::Warm(w) => seen.push((w.expires, w.basis)),
-                _ => unreachable!(),
-            }
+            seen.push(
+                pool.callers[&caller]
+                    .warm
+                    .first()
+                    .map(|pod| match pool.pods[pod].state {
+                        PodState::Warm(w) => (w.expires, w.basis),
+                        _ => unreachable!(),
+                    }),
+            );
             drive(&mut pool, t + 10_000, busy(false));
         }
         seen
@@ -3594,14 +3616,13 @@ mod tests {
     #[test]
     fn a_pod_whose_periodic_burst_is_done_is_not_held_while_the_loop_runs_on() {
         // Two jobs here a step: until its steps are periodic the pod waits
-        // for the loop; then it follows its keep-alive, as the step here is
-        // done.
-        for (step, (expiry, basis)) in steps_here(&[2; 5]).into_iter().enumerate() {
+        // for the loop; then it goes as the step's last job here ends, as
+        // the step here is done.
+        for (step, seen) in steps_here(&[2; 5]).into_iter().enumerate() {
             if step < 3 {
-                assert_eq!(expiry, None, "step {step}");
+                assert!(matches!(seen, Some((None, _))), "step {step}: {seen:?}");
             } else {
-                assert!(expiry.is_some(), "step {step}");
-                assert!(matches!(basis, Basis::BurstDone { jobs: 2, .. }));
+                assert_eq!(seen, None, "step {step}");
             }
         }
     }
@@ -3639,8 +3660,8 @@ mod tests {
         // Two or three jobs here a step: no count says the step here is
         // over (the next may be larger than any so far), so the pod waits
         // for the loop every time.
-        for (step, (expiry, _)) in steps_here(&[2, 3, 2, 3, 2, 3]).into_iter().enumerate() {
-            assert_eq!(expiry, None, "step {step}");
+        for (step, seen) in steps_here(&[2, 3, 2, 3, 2, 3]).into_iter().enumerate() {
+            assert!(matches!(seen, Some((None, _))), "step {step}: {seen:?}");
         }
     }
 }
