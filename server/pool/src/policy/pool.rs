@@ -608,6 +608,12 @@ impl Pool {
             .then_some(u64::from(soonest))
     }
 
+    /// The share of recent jobs (exponentially weighted) that started on
+    /// their caller's warm pod; `None` before the first.
+    fn warm_share(&self) -> Option<f64> {
+        (self.served[1] > 0.0).then(|| self.served[0] / self.served[1])
+    }
+
     /// The shortest and longest of the caller's recent lags from a burst's
     /// start to its first job here.
     fn lag(c: &CallerState) -> (u64, u64) {
@@ -2005,8 +2011,9 @@ impl Pool {
         let floor = refill + binding;
         let aim = (o.percentile + o.slack).min(1.0);
         // Integral control on what is achieved, once enough jobs were seen.
-        if self.served[1] >= 64.0 {
-            let achieved = self.served[0] / self.served[1];
+        if self.served[1] >= 64.0
+            && let Some(achieved) = self.warm_share()
+        {
             self.boost = (aim - achieved)
                 .mul_add(0.2, self.boost)
                 .clamp(-o.slack, 1.0 - aim);
@@ -2285,6 +2292,7 @@ impl Pool {
             return;
         }
         let now = self.now;
+        let trails = self.callers.get(&id).and_then(|c| self.trails(c));
         let Some(c) = self.callers.get_mut(&id) else {
             return;
         };
@@ -2306,26 +2314,15 @@ impl Pool {
                 // Its burst reaches this pool `soonest` from now at the
                 // earliest: bound `lead` before that.
                 if std::mem::take(&mut c.rewarm_on_loop) {
-                    let soonest = self
-                        .callers
-                        .get(&id)
-                        .and_then(|c| self.trails(c))
-                        .unwrap_or(0);
                     let lead = millis(self.cfg.rewarm.lead);
+                    let soonest = trails.unwrap_or(0);
                     let at = now + Duration::from_millis(soonest.saturating_sub(lead));
-                    if let Some(c) = self.callers.get_mut(&id) {
-                        c.rewarm_at = Some(at);
-                    }
+                    c.rewarm_at = Some(at);
                     self.rewarms.insert((at, id));
                 }
             }
-            if let Some(c) = self.callers.get_mut(&id) {
-                c.gap_elsewhere_ms = c.gap_elsewhere_ms.max(millis(quiet));
-            }
+            c.gap_elsewhere_ms = c.gap_elsewhere_ms.max(millis(quiet));
         }
-        let Some(c) = self.callers.get_mut(&id) else {
-            return;
-        };
         if !busy && c.in_flight == 0 {
             c.last_end = Some(now);
         }
@@ -2777,7 +2774,7 @@ impl Pool {
                         u64::MAX
                     },
                     predicted: self.predicted,
-                    warm_share: (self.served[1] > 0.0).then(|| self.served[0] / self.served[1]),
+                    warm_share: self.warm_share(),
                 }),
             queued_jobs: self.queue.len() as u32,
             queued_pods: self.queued_pods,
