@@ -270,11 +270,8 @@ struct CallerState {
     /// Jobs here in its current burst, and in its recent ones.
     burst_jobs: u32,
     burst_sizes: Pauses,
-    rewarm_at: Option<Instant>,
-    /// Its next burst reaches this pool only after its loop came back
-    /// elsewhere: the re-warm waits for that, not for the clock (see
-    /// [`Pool::trails`]).
-    rewarm_on_loop: bool,
+    /// Its pending re-warm here, if any.
+    rewarm: Option<Rewarm>,
     /// When its next burst, not worth a re-warm, is due at the earliest
     /// (it will take a standby pod), and until when it is expected.
     handover_at: Option<(Instant, Instant)>,
@@ -289,6 +286,34 @@ struct CallerState {
     warm: Vec<PodId>,
     queued: Vec<JobId>,
     last_seen: Instant,
+}
+
+/// A caller's pending re-warm: a standby pod bound to it ahead of its next
+/// burst here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rewarm {
+    /// Bound at this instant (queued in [`Pool::rewarms`]).
+    At(Instant),
+    /// Its next burst reaches this pool only after its loop came back
+    /// elsewhere: bound once it does, not by the clock (see
+    /// [`Pool::trails`]).
+    OnLoop,
+}
+
+impl Rewarm {
+    fn at(self) -> Option<Instant> {
+        match self {
+            Self::At(t) => Some(t),
+            Self::OnLoop => None,
+        }
+    }
+}
+
+impl CallerState {
+    /// When its re-warm is due by the clock.
+    fn rewarm_at(&self) -> Option<Instant> {
+        self.rewarm.and_then(Rewarm::at)
+    }
 }
 
 /// A caller's next burst, predicted from its regular period.
@@ -991,10 +1016,11 @@ impl Pool {
             caller.waited_ms = [0, caller.waited_ms[0]];
         }
         // A new burst ends the wait for the one a re-warm was scheduled for.
-        let rewarm = if burst { caller.rewarm_at.take() } else { None };
-        if burst {
-            caller.rewarm_on_loop = false;
-        }
+        let rewarm = if burst {
+            caller.rewarm.take().and_then(Rewarm::at)
+        } else {
+            None
+        };
         let handover = if burst {
             caller.handover_at.take()
         } else {
@@ -1101,10 +1127,9 @@ impl Pool {
             last_burst: None,
             periods: Pauses::default(),
             lags: Pauses::default(),
-            rewarm_on_loop: false,
             burst_jobs: 0,
             burst_sizes: Pauses::default(),
-            rewarm_at: None,
+            rewarm: None,
             handover_at: None,
             waited_ms: [0; 2],
             size,
@@ -2118,17 +2143,17 @@ impl Pool {
         let Some(c) = self.callers.get_mut(&id) else {
             return;
         };
-        if let Some(old) = c.rewarm_at.take() {
+        if let Some(old) = c.rewarm.take().and_then(Rewarm::at) {
             self.rewarms.remove(&(old, id));
         }
         // Bound when its loop comes back elsewhere; a standby pod waits
         // for it meanwhile, and takes the burst if the loop starts here.
-        c.rewarm_on_loop = trails;
         if trails {
+            c.rewarm = Some(Rewarm::OnLoop);
             self.expect_handover(id, b.early, b.latest + self.cfg.rewarm.grace);
             return;
         }
-        c.rewarm_at = Some(at);
+        c.rewarm = Some(Rewarm::At(at));
         self.rewarms.insert((at, id));
         if at + self.cfg.rewarm.lead > b.early {
             self.expect_handover(id, b.early, at.min(b.latest + self.cfg.rewarm.grace));
@@ -2171,7 +2196,7 @@ impl Pool {
         if c.last_burst.is_none()
             || (c.periods.len() > 0 && !overdue)
             || c.handover_at.is_some()
-            || c.rewarm_at.is_some()
+            || c.rewarm_at().is_some()
         {
             return;
         }
@@ -2215,7 +2240,7 @@ impl Pool {
             let Some(c) = self.callers.get_mut(&id) else {
                 continue;
             };
-            c.rewarm_at = None;
+            c.rewarm = None;
             if c.in_flight > 0 || !c.warm.is_empty() || !c.queued.is_empty() {
                 continue;
             }
@@ -2313,11 +2338,11 @@ impl Pool {
                 c.resumed = Some(now);
                 // Its burst reaches this pool `soonest` from now at the
                 // earliest: bound `lead` before that.
-                if std::mem::take(&mut c.rewarm_on_loop) {
+                if c.rewarm == Some(Rewarm::OnLoop) {
                     let lead = millis(self.cfg.rewarm.lead);
                     let soonest = trails.unwrap_or(0);
                     let at = now + Duration::from_millis(soonest.saturating_sub(lead));
-                    c.rewarm_at = Some(at);
+                    c.rewarm = Some(Rewarm::At(at));
                     self.rewarms.insert((at, id));
                 }
             }
@@ -2389,9 +2414,9 @@ impl Pool {
             .handovers_due
             .range(..soon)
             .filter(|&&(_, id)| {
-                self.callers
-                    .get(&id)
-                    .is_none_or(|c| !self.holds_pod(c) && c.rewarm_at.is_none_or(|at| at >= soon.0))
+                self.callers.get(&id).is_none_or(|c| {
+                    !self.holds_pod(c) && c.rewarm_at().is_none_or(|at| at >= soon.0)
+                })
             })
             .count();
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
@@ -2698,7 +2723,7 @@ impl Pool {
                 in_flight: s.in_flight,
                 basis: self.keep_alive_of(caller).map(|k| k.1),
                 period_ms: self.period(s).map(|p| p.0),
-                rewarm_at: s.rewarm_at,
+                rewarm_at: s.rewarm_at(),
                 busy_elsewhere: s.elsewhere,
             })
             .collect();
@@ -2851,7 +2876,10 @@ impl Pool {
             assert_eq!(s.warm, tenant_warm.get(t).copied().unwrap_or(0), "{t} warm");
         }
         for &(t, id) in &self.rewarms {
-            assert_eq!(self.callers.get(&id).and_then(|c| c.rewarm_at), Some(t));
+            assert_eq!(
+                self.callers.get(&id).and_then(CallerState::rewarm_at),
+                Some(t)
+            );
         }
         for &(t, id) in &self.handovers_due {
             assert_eq!(
@@ -2940,7 +2968,7 @@ mod tests {
         if let Some(t) = pool
             .callers
             .get_mut(&caller)
-            .and_then(|c| c.rewarm_at.take())
+            .and_then(|c| c.rewarm.take().and_then(Rewarm::at))
         {
             pool.rewarms.remove(&(t, caller));
         }
@@ -3260,8 +3288,8 @@ mod tests {
             let due = Instant::from_millis(due_ms);
             for c in [2, 3] {
                 let size = pool.cfg.pod_shares;
-                Pool::caller(&mut pool.callers, pool.now, CallerId(c), TenantId(0), size)
-                    .rewarm_at = Some(due);
+                Pool::caller(&mut pool.callers, pool.now, CallerId(c), TenantId(0), size).rewarm =
+                    Some(Rewarm::At(due));
                 pool.rewarms.insert((due, CallerId(c)));
             }
             let starts: Vec<PodId> = at(&mut pool, 31_000, Event::Tick)
@@ -3322,8 +3350,8 @@ mod tests {
         pool.cfg.budget.pool.floor = Shares(16);
         let expiry = 31_000 + millis(pool.cfg.keep_alive.default);
         let due = Instant::from_millis(expiry + 10_000);
-        Pool::caller(&mut pool.callers, pool.now, caller, TenantId(0), Shares(8)).rewarm_at =
-            Some(due);
+        Pool::caller(&mut pool.callers, pool.now, caller, TenantId(0), Shares(8)).rewarm =
+            Some(Rewarm::At(due));
         pool.rewarms.insert((due, caller));
         // While it holds the pod, nothing is started for the re-warm: the
         // pod will stand by for it.
