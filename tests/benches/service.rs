@@ -32,9 +32,9 @@
 //! says otherwise; `HEARTH_BENCH_SECONDS` sets each measurement's length, default 5;
 //! `HEARTH_BENCH_CLIENTS` the client counts, default `1,16`; `HEARTH_BENCH_ROUNDS`
 //! how many times each count's rows are measured in turn, default 1 (more
-//! rounds end with each round's Hearth and graphile-worker ratios, and how
-//! many rounds Hearth's ratio reached the peer's: on a shared VM one round
-//! is noise); `HEARTH_BENCH_PEERS=0`
+//! rounds end with each round's Hearth and graphile-worker ratios, how
+//! many rounds Hearth's ratio reached the peer's, and each round's added
+//! p50/p99: on a shared VM one round is noise); `HEARTH_BENCH_PEERS=0`
 //! measures Hearth alone, for profiling, and `HEARTH_BENCH_LOOP=0` leaves out
 //! the agent loop; `HEARTH_DB_RELAXED_CONNECTIONS` sizes
 //! the service's pool for intermediate transitions, default 2). Without pgbench or node the rows
@@ -239,6 +239,64 @@ async fn lifecycle(clients: usize, length: Duration) -> f64 {
 fn row(clients: usize, what: &str, jobs: f64, base: Option<f64>, p50: f64, p99: f64) {
     let ratio = base.map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * jobs / b));
     println!("{clients:<8} {what:<34} {jobs:>9.0} {ratio:>10} {p50:>12.2} {p99:>12.2}");
+}
+
+/// One round's figures for one client count, for the summary over rounds.
+struct Verdict {
+    clients: usize,
+    /// Hearth's and graphile-worker's jobs/s against pgbench's, where both
+    /// were measured.
+    ratios: Option<(f64, f64)>,
+    /// Hearth's added latency (total - run), p50 and p99, in ms.
+    added_ms: (f64, f64),
+}
+
+impl Verdict {
+    fn of(clients: usize, hearth: &Run, ratios: Option<(f64, f64)>) -> Self {
+        Self {
+            clients,
+            ratios,
+            added_ms: (
+                percentile(&hearth.added_server, 0.5),
+                percentile(&hearth.added_server, 0.99),
+            ),
+        }
+    }
+}
+
+/// Each round's ratios and added latency, how many rounds Hearth's ratio
+/// reached the peer's, and the median quotient: one round on a shared VM
+/// is noise.
+fn rounds_summary(of: &[&Verdict]) -> String {
+    let added: Vec<String> = of
+        .iter()
+        .map(|v| format!("{:.2}/{:.2}", v.added_ms.0, v.added_ms.1))
+        .collect();
+    let ratios: Vec<(f64, f64)> = of.iter().filter_map(|v| v.ratios).collect();
+    if ratios.is_empty() {
+        return format!(
+            "no peer measured; added p50/p99 ms each round: {}",
+            added.join(", ")
+        );
+    }
+    let each: Vec<String> = ratios
+        .iter()
+        .map(|(h, g)| format!("{:.1}/{:.1}", 100.0 * h, 100.0 * g))
+        .collect();
+    let reached = ratios.iter().filter(|(h, g)| h >= g).count();
+    let mut quotient: Vec<f64> = ratios.iter().map(|(h, g)| h / g).collect();
+    quotient.sort_by(f64::total_cmp);
+    let n = quotient.len();
+    let median = if n % 2 == 1 {
+        quotient[n / 2]
+    } else {
+        f64::midpoint(quotient[n / 2 - 1], quotient[n / 2])
+    };
+    format!(
+        "% each round: {}; Hearth reached the peer in {reached} of {n}; median Hearth / peer {median:.2}; added p50/p99 ms each round: {}",
+        each.join(", "),
+        added.join(", ")
+    )
 }
 
 fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
@@ -614,11 +672,9 @@ fn main() {
         let mut verdicts = Vec::new();
         for clients in counts.iter().flat_map(|&c| std::iter::repeat_n(c, rounds)) {
             if !peers {
-                report_hearth(
-                    clients,
-                    None,
-                    &hearth_noop(&app, &t.key, clients, length).await,
-                );
+                let hearth = hearth_noop(&app, &t.key, clients, length).await;
+                report_hearth(clients, None, &hearth);
+                verdicts.push(Verdict::of(clients, &hearth, None));
                 continue;
             }
             let base = match pgbench(&db, &db_url, clients, length).await {
@@ -664,36 +720,16 @@ fn main() {
             );
             let hearth = hearth_noop(&app, &t.key, clients, length).await;
             report_hearth(clients, base, &hearth);
-            if let (Some(b), Some(p)) = (base, peer) {
-                verdicts.push((clients, hearth.jobs_per_s / b, p / b));
-            }
+            let ratios = base.zip(peer).map(|(b, p)| (hearth.jobs_per_s / b, p / b));
+            verdicts.push(Verdict::of(clients, &hearth, ratios));
         }
         if rounds > 1 {
             println!(
-                "rounds: Hearth / pgbench against graphile-worker / pgbench, each measured in turn"
+                "rounds: Hearth / pgbench against graphile-worker / pgbench, and Hearth's added p50/p99 ms, each measured in turn"
             );
             for &clients in &counts {
-                let of: Vec<(f64, f64)> = verdicts
-                    .iter()
-                    .filter(|v| v.0 == clients)
-                    .map(|v| (v.1, v.2))
-                    .collect();
-                let each: Vec<String> = of
-                    .iter()
-                    .map(|(h, g)| format!("{:.1}/{:.1}", 100.0 * h, 100.0 * g))
-                    .collect();
-                let reached = of.iter().filter(|(h, g)| h >= g).count();
-                let mut quotient: Vec<f64> = of.iter().map(|(h, g)| h / g).collect();
-                quotient.sort_by(f64::total_cmp);
-                let median = quotient
-                    .get(quotient.len() / 2)
-                    .copied()
-                    .unwrap_or(f64::NAN);
-                println!(
-                    "{clients:<8} % each round: {}; Hearth reached the peer in {reached} of {}; median Hearth / peer {median:.2}",
-                    each.join(", "),
-                    of.len()
-                );
+                let of: Vec<&Verdict> = verdicts.iter().filter(|v| v.clients == clients).collect();
+                println!("{clients:<8} {}", rounds_summary(&of));
             }
         }
         println!(
