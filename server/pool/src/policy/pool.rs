@@ -402,6 +402,9 @@ pub struct Pool {
     boost: f64,
     next_review: Instant,
     next_sweep: Instant,
+    /// When the first standby pod kept though it is surplus (it started
+    /// within the minimum keep-alive) may go (see [`Pool::keep_standby`]).
+    surplus_settles: Option<Instant>,
 }
 
 impl Pool {
@@ -451,6 +454,7 @@ impl Pool {
             served: [0.0; 2],
             boost: 0.0,
             next_review: Instant::ZERO,
+            surplus_settles: None,
             next_sweep: Instant::ZERO + config.caller_ttl / 2,
             cfg: config,
         };
@@ -506,6 +510,11 @@ impl Pool {
             + self.counts[StateKind::StartingStandby as usize];
         let review =
             ((self.mode.budget || self.mode.standby) && idle > 0).then_some(self.next_review);
+        let settles = self.surplus_settles.filter(|&t| t > self.now);
+        let review = match (review, settles) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (expiry, review) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -2633,6 +2642,7 @@ impl Pool {
         );
         let far = self.rewarms.range(..keep).count();
         let target = target.max(u32::try_from(far).unwrap_or(u32::MAX));
+        self.surplus_settles = None;
         if have > target {
             // Cancel surplus starts first: a ready standby pod is worth more.
             let mut surplus: Vec<PodId> = self.standby_starts().collect();
@@ -2640,10 +2650,25 @@ impl Pool {
             let mut order: Vec<PodId> = self.standby.iter().copied().collect();
             order.extend(surplus);
             let mut surplus = order;
-            while have > target {
+            // A pod started within the minimum keep-alive stays until that
+            // has passed, and none goes in its place: the target moves as
+            // re-warms take standby pods and expected bursts come in, and a
+            // pod released where the need for it comes back within a second
+            // would be started again (with pods up at once, as a local
+            // runtime's are, a loop's step flapped starts and releases).
+            let settle = self.cfg.keep_alive.min;
+            let mut n = have - target;
+            while n > 0 {
                 let Some(pod) = surplus.pop() else {
                     break;
                 };
+                n -= 1;
+                let settles = self.pods[&pod].started + settle;
+                if settles > self.now {
+                    self.surplus_settles =
+                        Some(self.surplus_settles.map_or(settles, |t| t.min(settles)));
+                    continue;
+                }
                 self.release(pod, Reason::StandbySurplus { have, target }, out);
                 have -= 1;
             }
@@ -2936,6 +2961,10 @@ mod tests {
     /// 200 ms after it came.
     fn bursts_at(pool: &mut Pool, caller: CallerId, starts_ms: &[u64]) {
         for (i, &t) in (0u64..).zip(starts_ms) {
+            // Wake-ups before the burst that release a standby surplus.
+            while let Some(w) = pool.surplus_settles.filter(|&w| w.as_millis() < t) {
+                at(pool, w.as_millis(), Event::Tick);
+            }
             let req = Request::new(JobId(i), caller, TenantId(0));
             at(pool, t, Event::JobQueued(req));
             at(pool, t + 200, Event::JobFinished { job: JobId(i) });
@@ -3099,11 +3128,14 @@ mod tests {
         pool.schedule_rewarm(caller, b, Instant::from_millis(317_000));
         assert!(pool.callers[&caller].handover_at.is_none());
         pool.schedule_rewarm(caller, b, bind);
-        // Its standby pod is up by then.
+        // Its standby pod is up by then (the first up, the others are
+        // surplus).
         let starting: Vec<PodId> = pool.standby_starts().collect();
         assert!(!starting.is_empty());
         for pod in starting {
-            at(&mut pool, 322_000, Event::PodReady { pod });
+            if pool.standby_starts().any(|p| p == pod) {
+                at(&mut pool, 322_000, Event::PodReady { pod });
+            }
         }
         let bound = at(&mut pool, 323_000, Event::Tick);
         assert!(bound.iter().any(|d| matches!(d, Decision::Prewarm { .. })));
@@ -3118,6 +3150,8 @@ mod tests {
         // Periods of 80, 88 and 84 s: the next burst is due from 80 s after
         // the last (at 332 s), and is prepared for half their spread sooner.
         bursts_at(&mut pool, caller, &[0, 80_000, 168_000, 252_000]);
+        // The wake-up that releases the standby surplus the last burst left.
+        at(&mut pool, 253_000, Event::Tick);
         let b = pool.next_burst(caller).unwrap();
         assert_eq!(b.earliest, Instant::from_millis(332_000));
         assert_eq!(b.early, Instant::from_millis(328_000));
@@ -3380,14 +3414,27 @@ mod tests {
         pool.check_invariants();
     }
 
-    /// A runtime's pods starting: each ready 30 s after its start, and gone
-    /// at once when released.
-    #[derive(Default)]
+    /// A runtime's pods starting: each ready `start_ms` after its start (30 s
+    /// by default), and gone at once when released.
     struct Runtime {
+        start_ms: u64,
         starting: Vec<(u64, PodId)>,
     }
 
+    impl Default for Runtime {
+        fn default() -> Runtime {
+            Runtime::starting_in(30_000)
+        }
+    }
+
     impl Runtime {
+        fn starting_in(start_ms: u64) -> Runtime {
+            Runtime {
+                start_ms,
+                starting: Vec::new(),
+            }
+        }
+
         /// Readies the pods due by `t`; what the pool decided on each.
         fn ready(&mut self, pool: &mut Pool, t: u64) -> Vec<Decision> {
             let mut d = Vec::new();
@@ -3403,7 +3450,7 @@ mod tests {
         /// Carries out `d` at `t`: a pod start, or a release.
         fn apply(&mut self, pool: &mut Pool, t: u64, d: &Decision) {
             match *d {
-                Decision::StartPod { pod, .. } => self.starting.push((t + 30_000, pod)),
+                Decision::StartPod { pod, .. } => self.starting.push((t + self.start_ms, pod)),
                 Decision::Release { pod, .. } => {
                     self.starting.retain(|&(_, p)| p != pod);
                     at(pool, t, Event::PodGone { pod });
@@ -3490,68 +3537,138 @@ mod tests {
         rewarmed_not_held_through(&periods, 7);
     }
 
-    #[test]
-    fn a_loop_whose_pauses_are_shorter_than_a_pod_start_waits_out_each_on_a_standby_share() {
-        // Eight workers in steps of two 1 s jobs every 25 s, pods starting
-        // in 30 s: no standby pod started after a step is up before the
-        // next, and the ready ones are claimed by the re-warms due first. A
-        // worker's pod, past its keep-alive, stands by for its own re-warm
-        // (kept as standby, a standby share) instead of being held whole
-        // through the pause, and every step still starts warm. Twelve GPUs,
-        // so that every worker can be served at once: on eight, some jobs
-        // would wait for room, and a job that never starts is not a warm
-        // start.
+    /// What [`eight_workers`] shows its test.
+    enum Seen<'a> {
+        /// A job was queued at this time.
+        Queued(u64),
+        /// A worker is halfway through its pause.
+        MidPause(u64, CallerId),
+        /// The pool decided this at this time.
+        Decided(u64, &'a Decision),
+    }
+
+    /// Eight workers in steps of two 1 s jobs, 22 to 28 s apart unevenly
+    /// (worker w's jobs w x 250 ms after the step's start), for 600 s on
+    /// twelve GPUs, so that every worker can be served at once: on eight,
+    /// some jobs would wait for room, and a job that never starts is not a
+    /// warm start. Pods start in `start_ms`; the pool is ticked every
+    /// `tick_ms`.
+    fn eight_workers(start_ms: u64, tick_ms: u64, mut seen: impl FnMut(&Pool, Seen<'_>)) -> Pool {
         let cfg = Config {
             gpus: 12,
             ..expected_bursts_alone()
         };
         let mut pool = Pool::new(Kind::Firepool, cfg).unwrap();
         let workers: Vec<CallerId> = (1..=8).map(CallerId).collect();
-        let mut queued = 0;
-        let mut runtime = Runtime::default();
-        let mut held_through = 0;
-        let mut sources = Vec::new();
+        let mut runtime = Runtime::starting_in(start_ms);
         let starts = starts_of((0..40u64).map(|n| 22_000 + (n * 7_919 % 7) * 1_000));
-        for t in (0..600_000u64).step_by(250) {
+        for t in (0..600_000u64).step_by(tick_ms as usize) {
             let mut d = runtime.ready(&mut pool, t);
-            // Steps 22 to 28 s apart, unevenly.
             let n = starts.partition_point(|&s| s <= t) - 1;
             let step = t - starts[n];
             let n = n as u64;
             for (w, &caller) in (0u64..).zip(&workers) {
-                // Worker w's jobs of the step, w x 250 ms apart.
                 let job = |k: u64| JobId(((n * 2 + k) << 8) | w);
                 let lag = w * 250;
                 for k in 0..2 {
                     if step == lag + k * 1_500 {
                         let req = Request::new(job(k), caller, TenantId(0));
                         d.extend(at(&mut pool, t, Event::JobQueued(req)));
-                        queued += usize::from(t >= 200_000);
+                        seen(&pool, Seen::Queued(t));
                     }
                     if step == lag + k * 1_500 + 1_000 {
                         d.extend(at(&mut pool, t, Event::JobFinished { job: job(k) }));
                     }
                 }
-                // Mid-pause, once the loop is known to be periodic.
-                if t >= 200_000 && step == 12_500 && !pool.callers[&caller].warm.is_empty() {
-                    held_through += 1;
+                if step == 12_500 {
+                    seen(&pool, Seen::MidPause(t, caller));
                 }
             }
             d.extend(at(&mut pool, t, Event::Tick));
             for d in d {
                 runtime.apply(&mut pool, t, &d);
-                match d {
-                    Decision::Assign { source, .. } if t >= 200_000 => sources.push(source),
-                    _ => {}
-                }
+                seen(&pool, Seen::Decided(t, &d));
             }
         }
+        pool
+    }
+
+    #[test]
+    fn a_loop_whose_pauses_are_shorter_than_a_pod_start_waits_out_each_on_a_standby_share() {
+        // Eight workers, pods starting in 30 s: no standby pod started after
+        // a step is up before the next, and the ready ones are claimed by
+        // the re-warms due first. A worker's pod, past its keep-alive,
+        // stands by for its own re-warm (kept as standby, a standby share)
+        // instead of being held whole through the pause, and every step
+        // still starts warm.
+        let (mut queued, mut held_through) = (0, 0);
+        let mut sources = Vec::new();
+        // Once the loop is known to be periodic.
+        let from = 200_000;
+        eight_workers(30_000, 250, |pool, seen| match seen {
+            Seen::Queued(t) => queued += usize::from(t >= from),
+            Seen::MidPause(t, caller) => {
+                held_through += usize::from(t >= from && !pool.callers[&caller].warm.is_empty());
+            }
+            Seen::Decided(t, &Decision::Assign { source, .. }) if t >= from => {
+                sources.push(source);
+            }
+            Seen::Decided(..) => {}
+        });
         assert_eq!(held_through, 0);
         assert_eq!(sources.len(), queued, "every job started");
         assert!(
             !sources.is_empty() && sources.iter().all(|&s| s == Source::Warm),
             "{sources:?}"
         );
+    }
+
+    #[test]
+    fn a_standby_surplus_lasts_a_second_before_it_is_released() {
+        // The eight workers on pods that start at once (a local runtime's):
+        // re-warms take standby pods and expected bursts come in, so the
+        // standby target moves at every wake-up of a step. A pod started
+        // for it is not released as surplus within the minimum keep-alive
+        // of its start (before, 6 were, each as soon as it was up, 50 ms
+        // after its start).
+        let mut started = HashMap::new();
+        let (mut early, mut queued, mut assigned) = (Vec::new(), 0, 0);
+        // expected_bursts_alone's minimum keep-alive.
+        let settle = millis(Config::default().keep_alive.min);
+        let pool = eight_workers(50, 50, |_, seen| match seen {
+            Seen::Queued(_) => queued += 1,
+            Seen::Decided(
+                t,
+                &Decision::StartPod {
+                    pod,
+                    reason: Reason::StandbyRefill { .. },
+                    ..
+                },
+            ) => {
+                started.insert(pod, t);
+            }
+            Seen::Decided(
+                t,
+                &Decision::Release {
+                    pod,
+                    reason: Reason::StandbySurplus { .. },
+                },
+            ) => {
+                if let Some(&s) = started.get(&pod)
+                    && t < s + settle
+                {
+                    early.push((pod, s, t));
+                }
+            }
+            Seen::Decided(_, Decision::Assign { .. }) => assigned += 1,
+            _ => {}
+        });
+        assert!(
+            early.is_empty(),
+            "released within {settle} ms of the start: {early:?}"
+        );
+        assert_eq!(assigned, queued, "every job started");
+        pool.check_invariants();
     }
 
     #[test]

@@ -791,15 +791,19 @@ fn a_cancelled_job_gives_back_its_pods() {
     let cold = starts(&d);
     assert_eq!(cold.len(), 1);
     // Cancelled: the pod started for it would stand by, but with the refill
-    // starting that is one more than the target of one, so it is cancelled.
+    // starting that is one more than the target of one, so it is cancelled,
+    // once a second has passed since its start (the minimum keep-alive).
     let d = f.finish(2);
+    assert!(releases(&d).is_empty(), "{d:?}");
+    let snap = f.pool.snapshot();
+    assert_eq!(snap.queued_jobs, 0);
+    assert!(snap.pod_list.iter().all(|p| p.job != Some(JobId(2))));
+    assert_eq!(f.pool.next_wakeup(), Some(Instant::from_millis(31_000)));
+    let d = f.at(31_000).ev(Event::Tick);
     assert_eq!(
         releases(&d),
         vec![(cold[0], Reason::StandbySurplus { have: 2, target: 1 })]
     );
-    let snap = f.pool.snapshot();
-    assert_eq!(snap.queued_jobs, 0);
-    assert!(snap.pod_list.iter().all(|p| p.job != Some(JobId(2))));
     f.gone(cold[0]);
     let d = f.at(60_000).ready(refill[0]);
     assert!(releases(&d).is_empty());
