@@ -63,7 +63,7 @@ fn main() {
                 .is_some_and(|r| r > sim::FRONTIER_GPU_HOURS);
             for t in sim::frontier_targets(&c.summaries) {
                 missed += usize::from(!t.met);
-                beyond += usize::from(!t.met && floor_above && t.what.contains("GPU-hours"));
+                beyond += usize::from(!t.met && floor_above && t.what == sim::GPU_HOURS_TARGET);
                 println!(
                     "  [{}] {:<40} {:>8} got {:.3}",
                     if t.met { "met" } else { "MISSED" },
