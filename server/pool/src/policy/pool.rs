@@ -335,6 +335,9 @@ struct Burst {
     /// regular periods leave out, still finds it) and the grace.
     overdue: Instant,
     period_ms: u64,
+    /// Predicted from when its loop came back elsewhere, by its lags, not
+    /// from the clock (see [`Pool::trails`]).
+    on_loop: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -591,7 +594,7 @@ impl Pool {
         let longest = periods.iter().max().map_or(hi, |&p| u64::from(p));
         let (soonest, latest) = Self::lag(c);
         let earliest = last + Duration::from_millis(lo + soonest);
-        let burst = Burst {
+        let mut burst = Burst {
             last,
             early: earliest
                 .saturating_sub(Duration::from_millis((hi - lo) / 2))
@@ -600,7 +603,24 @@ impl Pool {
             latest: last + Duration::from_millis(hi + latest),
             overdue: last + Duration::from_millis(longest.max(hi) + latest) + self.cfg.rewarm.grace,
             period_ms: lo,
+            on_loop: false,
         };
+        // A loop that trails here and has come back elsewhere: its burst
+        // here follows from then, by its lags, whatever the clock said.
+        if let Some(back) = c.resumed.filter(|&r| r > last)
+            && self.trails(c).is_some()
+        {
+            let earliest = back + Duration::from_millis(soonest);
+            let latest = back + Duration::from_millis(latest);
+            burst = Burst {
+                early: earliest,
+                earliest,
+                latest,
+                overdue: latest + self.cfg.rewarm.grace,
+                on_loop: true,
+                ..burst
+            };
+        }
         (burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
     }
 
@@ -693,6 +713,7 @@ impl Pool {
             latest: last + Duration::from_millis(hi),
             overdue: last + Duration::from_millis(hi) + self.cfg.rewarm.grace,
             period_ms: p,
+            on_loop: false,
         };
         (p > 0 && burst.latest + self.cfg.rewarm.grace > self.now).then_some(burst)
     }
@@ -2007,11 +2028,17 @@ impl Pool {
     }
 
     /// The share of `caller`'s remembered periods that bring its next burst
-    /// no sooner than `lead` after a binding at `at`.
+    /// no sooner than `lead` after a binding at `at`; all of them for a
+    /// burst predicted from its loop's return.
     fn covers(&self, caller: CallerId, b: Burst, at: Instant) -> f64 {
         let Some(c) = self.callers.get(&caller) else {
             return 0.0;
         };
+        if b.on_loop {
+            // Bound `lead` before the soonest of its lags from the loop's
+            // return: before every recent burst came.
+            return 1.0;
+        }
         let from = at.as_millis().saturating_sub(b.last.as_millis()) + millis(self.cfg.rewarm.lead);
         let periods = self.step_periods(c).map(|(p, _)| p).unwrap_or_default();
         let later = periods.iter().filter(|&&p| u64::from(p) >= from).count();

@@ -1504,8 +1504,9 @@ fn a_burst_that_trails_its_loop_is_rewarmed_when_the_loop_comes_back() {
     // Each step starts in another pool (a rollout of 5 s) and comes here
     // (a verifier of 200 ms) when it ends; steps come every 60 s, give or
     // take 8 s, so the clock alone could not bind much later than 8 s
-    // before the earliest.
-    let offsets = [0u64, 8_000, 0, 4_000, 8_000, 0, 6_000];
+    // before the earliest. The last step is held up 20 s, later than the
+    // clock expects any.
+    let offsets = [0u64, 8_000, 0, 4_000, 8_000, 0, 6_000, 20_000];
     let mut script = Vec::new();
     let mut resumed = Vec::new();
     for (step, &off) in offsets.iter().enumerate() {
@@ -1515,16 +1516,36 @@ fn a_burst_that_trails_its_loop_is_rewarmed_when_the_loop_comes_back() {
         script.push((start + 5_000, Step::Loop(9, false)));
         script.extend(jobs_of(9, step as u64, &[(start + 5_000, 200)]));
     }
-    let log = play(&mut f, script, 430_000);
-    let prewarms: Vec<u64> = log
+    let log = play(&mut f, script, 490_000);
+    let prewarms: Vec<(u64, Reason)> = log
         .iter()
-        .filter_map(|(t, d)| matches!(d, Decision::Prewarm { .. }).then_some(*t))
+        .filter_map(|(t, d)| match d {
+            Decision::Prewarm { reason, .. } => Some((*t, reason.clone())),
+            _ => None,
+        })
         .collect();
-    // Periodic from the fourth step (three periods): the fifth, sixth and
-    // seventh are bound `lead` (3 s) before they reach here, 5 s after the
-    // loop came back: whatever their jitter, not before.
+    // Periodic from the fourth step (three periods): the later ones are
+    // bound `lead` (3 s) before they reach here, 5 s after the loop came
+    // back: whatever their jitter, not before, and due `lead` after.
     let expect: Vec<u64> = resumed[4..].iter().map(|r| r + 2_000).collect();
-    assert_eq!(prewarms, expect, "{log:?}");
+    assert_eq!(
+        prewarms.iter().map(|p| p.0).collect::<Vec<_>>(),
+        expect,
+        "{log:?}"
+    );
+    for (_, reason) in &prewarms {
+        assert!(
+            matches!(
+                reason,
+                Reason::Rewarm {
+                    due_in_ms: 3_000,
+                    covers_permille: 1000,
+                    ..
+                }
+            ),
+            "{reason:?}"
+        );
+    }
     // And each of them starts warm.
     for (step, r) in resumed.iter().enumerate().skip(4) {
         let source = log.iter().find_map(|(t, d)| match d {
