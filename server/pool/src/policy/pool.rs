@@ -504,24 +504,18 @@ impl Pool {
             .flat_map(|&(t, _)| [t.saturating_sub(notice), t])
             .filter(|&t| t > self.now)
             .min();
-        let expiry = match (self.expiry.first().map(|&(t, _)| t), rewarm) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let expiry = self.expiry.first().map(|&(t, _)| t);
         let idle = self.counts[StateKind::Warm as usize]
             + self.counts[StateKind::Standby as usize]
             + self.counts[StateKind::StartingStandby as usize];
         let review =
             ((self.mode.budget || self.mode.standby) && idle > 0).then_some(self.next_review);
+        // A standby surplus kept while it settles may go.
         let settles = self.surplus_settles.filter(|&t| t > self.now);
-        let review = match (review, settles) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        match (expiry, review) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [expiry, rewarm, review, settles]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Sets `tenant`'s budget bounds, or with `None` returns it to the
