@@ -251,19 +251,6 @@ struct Verdict {
     added_ms: (f64, f64),
 }
 
-impl Verdict {
-    fn of(clients: usize, hearth: &Run, ratios: Option<(f64, f64)>) -> Self {
-        Self {
-            clients,
-            ratios,
-            added_ms: (
-                percentile(&hearth.added_server, 0.5),
-                percentile(&hearth.added_server, 0.99),
-            ),
-        }
-    }
-}
-
 /// Each round's ratios and added latency, how many rounds Hearth's ratio
 /// reached the peer's, and the median quotient: one round on a shared VM
 /// is noise.
@@ -299,14 +286,20 @@ fn rounds_summary(of: &[&Verdict]) -> String {
     )
 }
 
-fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
+/// Prints Hearth's rows for one round; its added latency (total - run),
+/// p50 and p99 in ms, for the summary over rounds.
+fn report_hearth(clients: usize, base: Option<f64>, h: &Run) -> (f64, f64) {
+    let added_ms = (
+        percentile(&h.added_server, 0.5),
+        percentile(&h.added_server, 0.99),
+    );
     row(
         clients,
         "Hearth (added: total - run)",
         h.jobs_per_s,
         base,
-        percentile(&h.added_server, 0.5),
-        percentile(&h.added_server, 0.99),
+        added_ms.0,
+        added_ms.1,
     );
     println!(
         "{clients:<8} {:<34} {:>9} {:>10} {:>12.2} {:>12.2}",
@@ -335,6 +328,7 @@ fn report_hearth(clients: usize, base: Option<f64>, h: &Run) {
         h.cpu,
         h.added_server.len() as f64,
     );
+    added_ms
 }
 
 /// Where `jobs` jobs' CPU went, per job; `own` names the process measured.
@@ -673,8 +667,12 @@ fn main() {
         for clients in counts.iter().flat_map(|&c| std::iter::repeat_n(c, rounds)) {
             if !peers {
                 let hearth = hearth_noop(&app, &t.key, clients, length).await;
-                report_hearth(clients, None, &hearth);
-                verdicts.push(Verdict::of(clients, &hearth, None));
+                let added_ms = report_hearth(clients, None, &hearth);
+                verdicts.push(Verdict {
+                    clients,
+                    ratios: None,
+                    added_ms,
+                });
                 continue;
             }
             let base = match pgbench(&db, &db_url, clients, length).await {
@@ -719,9 +717,13 @@ fn main() {
                 base.map_or("-".to_owned(), |b| format!("{:.1}%", 100.0 * own / b))
             );
             let hearth = hearth_noop(&app, &t.key, clients, length).await;
-            report_hearth(clients, base, &hearth);
+            let added_ms = report_hearth(clients, base, &hearth);
             let ratios = base.zip(peer).map(|(b, p)| (hearth.jobs_per_s / b, p / b));
-            verdicts.push(Verdict::of(clients, &hearth, ratios));
+            verdicts.push(Verdict {
+                clients,
+                ratios,
+                added_ms,
+            });
         }
         if rounds > 1 {
             println!(

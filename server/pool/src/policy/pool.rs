@@ -2347,7 +2347,6 @@ impl Pool {
             return;
         }
         let now = self.now;
-        let trails = self.callers.get(&id).and_then(|c| self.trails(c));
         let Some(c) = self.callers.get_mut(&id) else {
             return;
         };
@@ -2359,6 +2358,7 @@ impl Pool {
         // The loop comes back from a quiet gap in another pool: its burst
         // starts now, here too.
         let gap = self.cfg.rewarm.min_gap;
+        let mut back = false;
         if busy
             && c.in_flight == 0
             && let Some(end) = c.last_end
@@ -2366,15 +2366,7 @@ impl Pool {
             let quiet = now.saturating_since(end);
             if quiet >= gap {
                 c.resumed = Some(now);
-                // Its burst reaches this pool `soonest` from now at the
-                // earliest: bound `lead` before that.
-                if c.rewarm == Some(Rewarm::OnLoop) {
-                    let lead = millis(self.cfg.rewarm.lead);
-                    let soonest = trails.unwrap_or(0);
-                    let at = now + Duration::from_millis(soonest.saturating_sub(lead));
-                    c.rewarm = Some(Rewarm::At(at));
-                    self.rewarms.insert((at, id));
-                }
+                back = c.rewarm == Some(Rewarm::OnLoop);
             }
             c.gap_elsewhere_ms = c.gap_elsewhere_ms.max(millis(quiet));
         }
@@ -2382,6 +2374,16 @@ impl Pool {
             c.last_end = Some(now);
         }
         let pods = c.warm.clone();
+        // A re-warm that waited for the loop: its burst here is now
+        // predicted from the return (`Burst::on_loop`), and bound `lead`
+        // before its earliest.
+        if back && let Some(b) = self.next_burst(id).filter(|b| b.on_loop) {
+            let at = b.earliest.saturating_sub(self.cfg.rewarm.lead).max(now);
+            if let Some(c) = self.callers.get_mut(&id) {
+                c.rewarm = Some(Rewarm::At(at));
+            }
+            self.rewarms.insert((at, id));
+        }
         let keep = self.keep_alive_of(id);
         let done = self.burst_done(id);
         for pod in pods {
