@@ -493,3 +493,68 @@ fn a_generated_trace_ends_quietly_when_its_reader_has_enough() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `hearth simulate --compare` on a trace across two profiles: the table of
+/// every policy, the clairvoyant floor, each profile's pool under always-on
+/// and firepool beside its own floor, the frontier's targets, the chart.
+#[test]
+fn a_comparison_tells_each_profile_apart() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("hearth-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (trace, svg) = (dir.join("rl-mixed.csv"), dir.join("rl-mixed.svg"));
+    let hearth = bin_dir().join("hearth");
+    let generated = Command::new(&hearth)
+        .args([
+            "simulate",
+            "gen",
+            "--kind",
+            "rl-mixed",
+            "--callers",
+            "8",
+            "--jobs",
+            "800",
+        ])
+        .output()
+        .expect("hearth binary (cargo build --workspace --bins)");
+    assert!(
+        generated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generated.stderr)
+    );
+    std::fs::write(&trace, &generated.stdout).unwrap();
+    let out = Command::new(&hearth)
+        .args(["simulate", "--compare", "--trace"])
+        .arg(&trace)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let chart = std::fs::read_to_string(&svg);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(chart.is_ok_and(|c| c.contains("<svg")));
+    assert!(
+        text.contains("clairvoyant floor (every job warm)"),
+        "{text}"
+    );
+    for profile in ["gpu-1", "gpu-quarter"] {
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(profile)).collect();
+        let policies: Vec<&str> = rows
+            .iter()
+            .map(|l| l[16..].trim_start().split("  ").next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            policies,
+            ["always-on", "firepool", "clairvoyant floor"],
+            "{text}"
+        );
+    }
+    let targets = text.lines().filter(|l| l.starts_with("  [")).count();
+    assert_eq!(targets, 5, "{text}");
+}

@@ -429,6 +429,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
     .with_objective(args.objective);
     let mut frontier = Vec::new();
     let mut floor = None;
+    let mut by_profile = None;
     let summaries = if args.compare {
         let mut kinds = hearth_pool::policy::Kind::comparison_set();
         for k in sim::frontier_set() {
@@ -442,6 +443,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         eprintln!("chart written to {}", args.svg.display());
         frontier = sim::frontier_targets(&cmp.summaries);
         floor = Some(cmp.floor_note());
+        by_profile = Some(cmp.profile_table(&["always-on", "firepool"]));
         cmp.summaries
     } else {
         let kind: hearth_pool::policy::Kind = args.policy.parse()?;
@@ -456,6 +458,9 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         write!(out, "{}", sim::Summary::table(&summaries))?;
         if let Some(floor) = &floor {
             writeln!(out, "{floor}")?;
+        }
+        if let Some(table) = &by_profile {
+            write!(out, "{table}")?;
         }
         for t in &frontier {
             writeln!(

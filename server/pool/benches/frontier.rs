@@ -6,8 +6,9 @@
 //! 30 s, promotion 1 s, warm 0.1 s. Prints each trace's table and firepool's
 //! frontier targets (dominated by no fixed keep-alive, <= 0.55 of
 //! always-on's GPU-hours, p90 start within 1.5x of always-on's, >= 95 % warm
-//! or standby, >= 95 % of always-on's loop speed-up), and writes the charts
-//! next to the traces.
+//! or standby, >= 95 % of always-on's loop speed-up), always-on's and
+//! firepool's figures in each profile's pool beside that pool's clairvoyant
+//! floor, and writes the charts next to the traces.
 //!
 //! `cargo bench -p hearth-pool --bench frontier`
 //! Environment: `HEARTH_SEEDS` (comma-separated seeds or inclusive ranges
@@ -58,6 +59,7 @@ fn main() {
             );
             print!("{}", Summary::table(&c.summaries));
             println!("{}", c.floor_note());
+            print!("{}", c.profile_table(&["always-on", "firepool"]));
             let floor_above = c
                 .floor_of_always_on()
                 .is_some_and(|r| r > sim::FRONTIER_GPU_HOURS);

@@ -15,10 +15,13 @@
 //! Before a caller's first job and after its last, it pays nothing.
 //! Standby floors and the GPU budget are ignored. A policy can only go under
 //! the floor by starting jobs late, so the floor tells how much of a miss
-//! on GPU-hours is the trace's and how much the policy's.
+//! on GPU-hours is the trace's and how much the policy's; per profile, and
+//! by what holds the GPUs, it tells where a policy spends above it.
 
 use std::fs::File;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use super::trace::{Cursor, Index};
 use super::{Error, SimParams};
@@ -26,6 +29,50 @@ use crate::time::millis;
 
 /// The floor's GPU-hours on the trace at `path`.
 pub fn clairvoyant_gpu_hours(path: &Path, params: &SimParams) -> Result<f64, Error> {
+    Ok(clairvoyant_by_profile(path, params)?
+        .iter()
+        .map(|f| f.gpu_hours_held)
+        .sum())
+}
+
+/// The floor of one profile's pool: a pool has its own objective, so where
+/// a policy spends above the floor is told profile by profile. GPU-hours,
+/// in all and by what holds them (as a [`super::Summary`] counts them):
+/// running jobs (their warm starts included), pods idle at their full size
+/// (held through a gap, or promoted just in time), standby shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileFloor {
+    pub profile: String,
+    pub jobs: u64,
+    pub gpu_hours_held: f64,
+    pub gpu_hours_active: f64,
+    pub gpu_hours_warm_idle: f64,
+    pub gpu_hours_standby: f64,
+}
+
+/// GPU-milliseconds by what holds them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Held {
+    active: f64,
+    warm_idle: f64,
+    standby: f64,
+}
+
+impl Held {
+    fn total(&self) -> f64 {
+        self.active + self.warm_idle + self.standby
+    }
+
+    fn add(&mut self, other: Held) {
+        self.active += other.active;
+        self.warm_idle += other.warm_idle;
+        self.standby += other.standby;
+    }
+}
+
+/// The floor of every profile's pool on the trace at `path`, in the order
+/// the trace first names them.
+pub fn clairvoyant_by_profile(path: &Path, params: &SimParams) -> Result<Vec<ProfileFloor>, Error> {
     let file = File::open(path)?;
     let per = params.pool.shares_per_gpu.max(1);
     let index = Index::build(&file, &params.profiles, per)?;
@@ -44,8 +91,8 @@ pub fn clairvoyant_gpu_hours(path: &Path, params: &SimParams) -> Result<f64, Err
         start: millis(params.cold_start),
     };
     let warm = millis(params.warm);
-    // GPU-milliseconds.
-    let mut held = 0.0;
+    // GPU-milliseconds, per pool.
+    let mut held = vec![Held::default(); index.pools.len()];
     let mut last_end: Vec<Option<u64>> = vec![None; index.pools.len()];
     for span in &index.callers {
         last_end.fill(None);
@@ -54,15 +101,31 @@ pub fn clairvoyant_gpu_hours(path: &Path, params: &SimParams) -> Result<f64, Err
         while let Some(row) = cursor.next(&index)? {
             let arrive = now + row.think_ms;
             let (pod, standby) = sizes[row.pool];
+            let pool = &mut held[row.pool];
             if let Some(end) = last_end[row.pool] {
-                held += bridge.cost(arrive - end, pod, standby);
+                pool.add(bridge.cost(arrive - end, pod, standby));
             }
             now = arrive + warm + row.duration_ms;
-            held += (now - arrive) as f64 * pod;
+            pool.active += (now - arrive) as f64 * pod;
             last_end[row.pool] = Some(now);
         }
     }
-    Ok(held / 3_600_000.0)
+    Ok(index
+        .pools
+        .iter()
+        .zip(held)
+        .map(|(info, h)| {
+            let hours = |ms: f64| ms / 3_600_000.0;
+            ProfileFloor {
+                profile: info.name.to_string(),
+                jobs: info.jobs,
+                gpu_hours_held: hours(h.total()),
+                gpu_hours_active: hours(h.active),
+                gpu_hours_warm_idle: hours(h.warm_idle),
+                gpu_hours_standby: hours(h.standby),
+            }
+        })
+        .collect())
 }
 
 /// What bridging an idle gap may use, in milliseconds.
@@ -75,19 +138,25 @@ struct Bridge {
 impl Bridge {
     /// The least GPU-milliseconds that have a pod of `pod` GPUs warm again
     /// `gap` ms after it idled, with standby shares of `standby` GPUs.
-    fn cost(self, gap: u64, pod: f64, standby: f64) -> f64 {
-        let hold = gap as f64 * pod;
+    fn cost(self, gap: u64, pod: f64, standby: f64) -> Held {
+        let hold = Held {
+            warm_idle: gap as f64 * pod,
+            ..Held::default()
+        };
         let promoted = self.promote as f64 * pod;
-        let shrink = match gap.checked_sub(self.promote) {
-            Some(rest) => (rest as f64).mul_add(standby, promoted),
-            None => f64::INFINITY,
+        // Standby for `ms`, then promoted just in time.
+        let standing = |ms: u64| Held {
+            warm_idle: promoted,
+            standby: ms as f64 * standby,
+            ..Held::default()
         };
-        let restart = if gap >= self.start + self.promote {
-            (self.start as f64).mul_add(standby, promoted)
-        } else {
-            f64::INFINITY
-        };
-        hold.min(shrink).min(restart)
+        let shrink = gap.checked_sub(self.promote).map(standing);
+        let restart = (gap >= self.start + self.promote).then(|| standing(self.start));
+        [Some(hold), shrink, restart]
+            .into_iter()
+            .flatten()
+            .min_by(|a, b| a.total().total_cmp(&b.total()))
+            .unwrap_or(hold)
     }
 }
 
@@ -101,13 +170,17 @@ mod tests {
             promote: 1_000,
             start: 30_000,
         };
+        let cost = |gap, pod, standby| {
+            let h = b.cost(gap, pod, standby);
+            (h.warm_idle, h.standby)
+        };
         // Shorter than a promotion: held.
-        assert_eq!(b.cost(500, 1.0, 0.125), 500.0);
+        assert_eq!(cost(500, 1.0, 0.125), (500.0, 0.0));
         // A standby share is no cheaper than the pod: held.
-        assert_eq!(b.cost(20_000, 0.125, 0.125), 2_500.0);
+        assert_eq!(cost(20_000, 0.125, 0.125), (2_500.0, 0.0));
         // Shrunk, then promoted: 19 s at 1/8, 1 s whole.
-        assert_eq!(b.cost(20_000, 1.0, 0.125), 3_375.0);
+        assert_eq!(cost(20_000, 1.0, 0.125), (1_000.0, 2_375.0));
         // Long enough for a start: released, then started and promoted.
-        assert_eq!(b.cost(600_000, 1.0, 0.125), 4_750.0);
+        assert_eq!(cost(600_000, 1.0, 0.125), (1_000.0, 3_750.0));
     }
 }

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use bound::clairvoyant_gpu_hours;
+pub use bound::{ProfileFloor, clairvoyant_by_profile, clairvoyant_gpu_hours};
 pub use generate::{PROFILE, TraceKind, generate};
 
 use crate::Instant;
@@ -212,6 +212,27 @@ pub struct Summary {
     /// Simulated time at which the last loop ended.
     pub end_s: f64,
     pub pods_started: u64,
+    /// The same, pool by pool: one per profile, in the order the trace
+    /// first names them. A pool has its own start-latency objective.
+    #[serde(default)]
+    pub profiles: Vec<ProfileSummary>,
+}
+
+/// What one policy did in one profile's pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSummary {
+    pub profile: String,
+    pub jobs: u64,
+    pub warm_share: f64,
+    pub standby_share: f64,
+    pub cold_share: f64,
+    pub start_p50_s: f64,
+    pub start_p90_s: f64,
+    pub start_p99_s: f64,
+    pub gpu_hours_held: f64,
+    pub gpu_hours_active: f64,
+    pub gpu_hours_warm_idle: f64,
+    pub gpu_hours_standby: f64,
 }
 
 /// Every policy on one trace.
@@ -223,6 +244,8 @@ pub struct Comparison {
     /// The clairvoyant floor under GPU-hours of any policy that starts every
     /// job warm (see [`clairvoyant_gpu_hours`]).
     pub floor_gpu_hours: f64,
+    /// The same, profile by profile ([`clairvoyant_by_profile`]).
+    pub floor_by_profile: Vec<ProfileFloor>,
 }
 
 impl Comparison {
@@ -252,6 +275,62 @@ impl Comparison {
             "  clairvoyant floor (every job warm): {:.1} GPU-h{of_always_on}",
             self.floor_gpu_hours
         )
+    }
+
+    /// Each profile's pool under the `policies` named (those that ran),
+    /// then its clairvoyant floor: GPU-hours by what holds them, so that
+    /// where a policy spends above the floor shows pool by pool.
+    pub fn profile_table(&self, policies: &[&str]) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "{:<16} {:<18} {STARTS} {HELD}", "profile", "policy");
+        let rows: Vec<&Summary> = policies
+            .iter()
+            .filter_map(|&name| self.summaries.iter().find(|r| r.policy == name))
+            .collect();
+        for floor in &self.floor_by_profile {
+            for r in &rows {
+                let Some(p) = r.profiles.iter().find(|p| p.profile == floor.profile) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    s,
+                    "{:<16} {:<18} {} {}",
+                    p.profile,
+                    r.policy,
+                    starts(
+                        p.jobs,
+                        [p.warm_share, p.standby_share, p.cold_share],
+                        [p.start_p50_s, p.start_p90_s, p.start_p99_s]
+                    ),
+                    held([
+                        p.gpu_hours_held,
+                        p.gpu_hours_active,
+                        p.gpu_hours_warm_idle,
+                        p.gpu_hours_standby
+                    ]),
+                );
+            }
+            let _ = writeln!(
+                s,
+                "{:<16} {:<18} {:>9} {:>6} {:>8} {:>6} {:>7} {:>7} {:>7} {}",
+                floor.profile,
+                "clairvoyant floor",
+                floor.jobs,
+                "100.0%",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                held([
+                    floor.gpu_hours_held,
+                    floor.gpu_hours_active,
+                    floor.gpu_hours_warm_idle,
+                    floor.gpu_hours_standby
+                ]),
+            );
+        }
+        s
     }
 }
 
@@ -331,10 +410,12 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
             p90_s: s.start_p90_s,
         })
         .collect();
+    let floor_by_profile = clairvoyant_by_profile(path, params)?;
     Ok(Comparison {
         svg: svg::chart(&title, &curves, &points).map_err(|e| Error::Chart(e.to_string()))?,
         summaries,
-        floor_gpu_hours: clairvoyant_gpu_hours(path, params)?,
+        floor_gpu_hours: floor_by_profile.iter().map(|f| f.gpu_hours_held).sum(),
+        floor_by_profile,
     })
 }
 
@@ -344,46 +425,53 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<16} {:>9} {:>6} {:>8} {:>6} {:>7} {:>7} {:>7} {:>9} {:>8} {:>9} {:>8} {:>8} {:>8} {:>7}",
-            "policy",
-            "jobs",
-            "warm",
-            "standby",
-            "cold",
-            "p50 s",
-            "p90 s",
-            "p99 s",
-            "loop s",
-            "speedup",
-            "GPU-h",
-            "active",
-            "warm",
-            "standby",
-            "peak"
+            "{:<16} {STARTS} {:>9} {:>8} {HELD} {:>7}",
+            "policy", "loop s", "speedup", "peak"
         );
         for r in rows {
             let _ = writeln!(
                 s,
-                "{:<16} {:>9} {:>5.1}% {:>7.1}% {:>5.1}% {:>7.2} {:>7.2} {:>7.2} {:>9.1} {:>7.1}x {:>9.1} {:>8.1} {:>8.1} {:>8.1} {:>7.1}",
+                "{:<16} {} {:>9.1} {:>7.1}x {} {:>7.1}",
                 r.policy,
-                r.jobs,
-                r.warm_share * 100.0,
-                r.standby_share * 100.0,
-                r.cold_share * 100.0,
-                r.start_p50_s,
-                r.start_p90_s,
-                r.start_p99_s,
+                starts(
+                    r.jobs,
+                    [r.warm_share, r.standby_share, r.cold_share],
+                    [r.start_p50_s, r.start_p90_s, r.start_p99_s]
+                ),
                 r.mean_loop_s,
                 r.loop_speedup,
-                r.gpu_hours_held,
-                r.gpu_hours_active,
-                r.gpu_hours_warm_idle,
-                r.gpu_hours_standby,
+                held([
+                    r.gpu_hours_held,
+                    r.gpu_hours_active,
+                    r.gpu_hours_warm_idle,
+                    r.gpu_hours_standby
+                ]),
                 r.peak_gpus_held,
             );
         }
         s
     }
+}
+
+/// The heading of [`starts`]' columns.
+const STARTS: &str = "     jobs   warm  standby   cold   p50 s   p90 s   p99 s";
+
+/// Jobs, the shares that started warm, from a standby pod and cold, and
+/// the start percentiles (p50, p90, p99, s): the columns every table here
+/// shares.
+fn starts(jobs: u64, sources: [f64; 3], percentiles: [f64; 3]) -> String {
+    let [warm, standby, cold] = sources.map(|x| x * 100.0);
+    let [p50, p90, p99] = percentiles;
+    format!("{jobs:>9} {warm:>5.1}% {standby:>7.1}% {cold:>5.1}% {p50:>7.2} {p90:>7.2} {p99:>7.2}")
+}
+
+/// The heading of [`held`]'s columns.
+const HELD: &str = "    GPU-h   active     warm  standby";
+
+/// GPU-hours in all, then active, warm and standby.
+fn held(hours: [f64; 4]) -> String {
+    let [all, active, warm, standby] = hours;
+    format!("{all:>9.1} {active:>8.1} {warm:>8.1} {standby:>8.1}")
 }
 
 /// One of the published targets, checked.
@@ -580,6 +668,10 @@ struct PoolRun {
     per_gpu: f64,
     /// When a wake-up is scheduled.
     wake: Option<u64>,
+    /// Its own share of the run's accounts (see [`Run`]).
+    latency: Hist,
+    sources: [u64; 3],
+    gpu_ms: [f64; 4],
 }
 
 #[derive(Debug)]
@@ -600,6 +692,19 @@ struct SimJob {
     pending: u32,
     start: u64,
     source: Source,
+}
+
+/// Shares of jobs started warm, from a standby pod and cold, of the counts
+/// of each.
+fn shares(sources: [u64; 3]) -> [f64; 3] {
+    let jobs: u64 = sources.iter().sum();
+    sources.map(|n| {
+        if jobs == 0 {
+            0.0
+        } else {
+            n as f64 / jobs as f64
+        }
+    })
 }
 
 fn rank(s: Source) -> u8 {
@@ -664,6 +769,9 @@ impl<'a> Run<'a> {
                     pool: Pool::new(params.resolve(kind, info), cfg)?,
                     per_gpu,
                     wake: None,
+                    latency: Hist::new(),
+                    sources: [0; 3],
+                    gpu_ms: [0.0; 4],
                 })
             })
             .collect::<Result<Vec<_>, policy::Error>>()?;
@@ -737,11 +845,12 @@ impl<'a> Run<'a> {
         if t > from {
             let dt = (t - from) as f64;
             let mut total = 0.0;
-            for p in &self.pools {
+            for p in &mut self.pools {
                 let h = p.pool.held();
                 let g = [h.active, h.warm, h.standby, h.draining].map(|s| s as f64 / p.per_gpu);
-                for (acc, g) in self.gpu_ms.iter_mut().zip(g) {
+                for ((acc, mine), g) in self.gpu_ms.iter_mut().zip(&mut p.gpu_ms).zip(g) {
                     *acc += g * dt;
+                    *mine += g * dt;
                 }
                 total += g.iter().sum::<f64>();
             }
@@ -813,6 +922,9 @@ impl<'a> Run<'a> {
                     let (pool, submitted) = (j.pool, j.submitted);
                     self.latency.record(start - submitted);
                     self.sources[rank(source) as usize] += 1;
+                    let mine = &mut self.pools[pool as usize];
+                    mine.latency.record(start - submitted);
+                    mine.sources[rank(source) as usize] += 1;
                     self.push(end, Ev::End(pool, job));
                 }
             }
@@ -921,13 +1033,7 @@ impl<'a> Run<'a> {
 
     fn finish(self) -> (Summary, svg::Curve) {
         let jobs: u64 = self.sources.iter().sum();
-        let share = |n: u64| {
-            if jobs == 0 {
-                0.0
-            } else {
-                n as f64 / jobs as f64
-            }
-        };
+        let [warm_share, standby_share, cold_share] = shares(self.sources);
         let callers = self.callers.len() as u64;
         let per_caller = |ms: u128| {
             if callers == 0 {
@@ -944,9 +1050,9 @@ impl<'a> Run<'a> {
             policy: self.name.clone(),
             jobs,
             callers,
-            warm_share: share(self.sources[0]),
-            standby_share: share(self.sources[1]),
-            cold_share: share(self.sources[2]),
+            warm_share,
+            standby_share,
+            cold_share,
             start_p50_s: s(self.latency.quantile(0.5)),
             start_p90_s: s(self.latency.quantile(0.9)),
             start_p99_s: s(self.latency.quantile(0.99)),
@@ -965,6 +1071,29 @@ impl<'a> Run<'a> {
             peak_gpus_held: self.peak,
             end_s: s(end_ms),
             pods_started: self.pods_started,
+            profiles: self
+                .index
+                .pools
+                .iter()
+                .zip(&self.pools)
+                .map(|(info, p)| {
+                    let [warm_share, standby_share, cold_share] = shares(p.sources);
+                    ProfileSummary {
+                        profile: info.name.to_string(),
+                        jobs: p.sources.iter().sum(),
+                        warm_share,
+                        standby_share,
+                        cold_share,
+                        start_p50_s: s(p.latency.quantile(0.5)),
+                        start_p90_s: s(p.latency.quantile(0.9)),
+                        start_p99_s: s(p.latency.quantile(0.99)),
+                        gpu_hours_held: hours(p.gpu_ms.iter().sum()),
+                        gpu_hours_active: hours(p.gpu_ms[0]),
+                        gpu_hours_warm_idle: hours(p.gpu_ms[1] + p.gpu_ms[3]),
+                        gpu_hours_standby: hours(p.gpu_ms[2]),
+                    }
+                })
+                .collect(),
         };
         debug_assert_eq!(self.latency.count(), jobs);
         let curve = svg::Curve {

@@ -434,6 +434,74 @@ fn a_caller_across_profiles_is_one_loop_in_the_simulator() {
     assert_close!(s.warm_share, 38.0 / 40.0);
 }
 
+/// Each profile's pool has its own objective, so the figures come pool by
+/// pool too: they add up to the run's, and the floor's to its own, split by
+/// what holds the GPUs.
+#[test]
+fn figures_by_profile_add_up_to_the_whole() {
+    let mut buf = Vec::new();
+    generate(TraceKind::RlMixed, 12, 2_400, 1, &mut buf).unwrap();
+    let t = TempTrace::new("by-profile", std::str::from_utf8(&buf).unwrap());
+    let c = compare(&t.0, &frontier_set(), &SimParams::default()).unwrap();
+    for s in &c.summaries {
+        let ps = &s.profiles;
+        // In the order the trace names them: its first job is a rollout.
+        let profiles: Vec<&str> = ps.iter().map(|p| p.profile.as_str()).collect();
+        assert_eq!(profiles, ["gpu-1", "gpu-quarter"], "{}", s.policy);
+        assert_eq!(ps.iter().map(|p| p.jobs).sum::<u64>(), s.jobs);
+        assert!(ps.iter().all(|p| p.jobs > 0));
+        let sum = |f: fn(&ProfileSummary) -> f64| ps.iter().map(f).sum::<f64>();
+        let weighted = |f: fn(&ProfileSummary) -> f64| {
+            ps.iter().map(|p| f(p) * p.jobs as f64).sum::<f64>() / s.jobs as f64
+        };
+        assert_close!(sum(|p| p.gpu_hours_held), s.gpu_hours_held);
+        assert_close!(sum(|p| p.gpu_hours_active), s.gpu_hours_active);
+        assert_close!(sum(|p| p.gpu_hours_warm_idle), s.gpu_hours_warm_idle);
+        assert_close!(sum(|p| p.gpu_hours_standby), s.gpu_hours_standby);
+        assert_close!(weighted(|p| p.warm_share), s.warm_share);
+        assert_close!(weighted(|p| p.standby_share), s.standby_share);
+        assert_close!(weighted(|p| p.cold_share), s.cold_share);
+        // The run's p90 lies between its pools' p90s.
+        let p90s = ps.iter().map(|p| p.start_p90_s);
+        let (lo, hi) = p90s.fold((f64::MAX, 0.0f64), |(lo, hi), p| (lo.min(p), hi.max(p)));
+        assert!(lo <= s.start_p90_s && s.start_p90_s <= hi, "{}", s.policy);
+    }
+    let floors = &c.floor_by_profile;
+    let profiles: Vec<&str> = floors.iter().map(|f| f.profile.as_str()).collect();
+    assert_eq!(profiles, ["gpu-1", "gpu-quarter"]);
+    assert_close!(
+        floors.iter().map(|f| f.gpu_hours_held).sum::<f64>(),
+        c.floor_gpu_hours
+    );
+    let firepool = c.summaries.iter().find(|s| s.policy == "firepool").unwrap();
+    for (f, p) in floors.iter().zip(&firepool.profiles) {
+        assert_eq!(f.jobs, p.jobs);
+        assert_close!(
+            f.gpu_hours_active + f.gpu_hours_warm_idle + f.gpu_hours_standby,
+            f.gpu_hours_held
+        );
+        // Both pods are worth shrinking through the steps' pauses.
+        assert!(f.gpu_hours_standby > 0.0, "{f:?}");
+        // Firepool's pods run the same jobs, and wait for a promotion now
+        // and then: active at least as long as the floor's.
+        assert!(
+            f.gpu_hours_active <= p.gpu_hours_active + 1e-9,
+            "{f:?} {p:?}"
+        );
+    }
+    let table = c.profile_table(&["always-on", "firepool", "no such policy"]);
+    assert_eq!(table.lines().count(), 1 + 2 * 3, "{table}");
+    for profile in ["gpu-1", "gpu-quarter"] {
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with(profile)).collect();
+        assert_eq!(rows.len(), 3, "{table}");
+        assert!(
+            rows[0].contains("always-on") && rows[1].contains("firepool"),
+            "{table}"
+        );
+        assert!(rows[2].contains("clairvoyant floor"), "{table}");
+    }
+}
+
 #[test]
 fn benchmark_seeds_take_lists_and_inclusive_ranges_and_refuse_the_rest() {
     assert_eq!(super::seeds("1,2,3"), Ok(vec![1, 2, 3]));

@@ -38,6 +38,8 @@ pub(crate) struct Span {
 /// One pool per profile in the trace.
 #[derive(Debug, Clone)]
 pub(crate) struct PoolInfo {
+    /// Its profile.
+    pub(crate) name: Box<str>,
     /// Distinct callers with a job in it.
     pub(crate) callers: u32,
     pub(crate) jobs: u64,
@@ -256,6 +258,7 @@ impl Index {
                 let p = self.pools.len();
                 self.pool_of.insert(f.profile.into(), p);
                 self.pools.push(PoolInfo {
+                    name: f.profile.into(),
                     callers: 0,
                     jobs: 0,
                     max_shares: Shares(0),
