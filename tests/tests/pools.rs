@@ -501,7 +501,6 @@ fn a_generated_trace_ends_quietly_when_its_reader_has_enough() {
 fn a_comparison_tells_each_profile_apart() {
     use std::process::Command;
     let dir = std::env::temp_dir().join(format!("hearth-compare-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let (trace, svg) = (dir.join("rl-mixed.csv"), dir.join("rl-mixed.svg"));
     let hearth = bin_dir().join("hearth");
     let generated = Command::new(&hearth)
@@ -522,6 +521,9 @@ fn a_comparison_tells_each_profile_apart() {
         "{}",
         String::from_utf8_lossy(&generated.stderr)
     );
+    // Made once nothing before the comparison can fail, and removed before
+    // anything is checked.
+    std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(&trace, &generated.stdout).unwrap();
     let out = Command::new(&hearth)
         .args(["simulate", "--compare", "--trace"])

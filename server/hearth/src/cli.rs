@@ -443,7 +443,7 @@ fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
         eprintln!("chart written to {}", args.svg.display());
         frontier = sim::frontier_targets(&cmp.summaries);
         floor = Some(cmp.floor_note());
-        by_profile = Some(cmp.profile_table(&["always-on", "firepool"]));
+        by_profile = Some(cmp.profile_table(&sim::FRONTIER_PAIR));
         cmp.summaries
     } else {
         let kind: hearth_pool::policy::Kind = args.policy.parse()?;

@@ -59,7 +59,7 @@ fn main() {
             );
             print!("{}", Summary::table(&c.summaries));
             println!("{}", c.floor_note());
-            print!("{}", c.profile_table(&["always-on", "firepool"]));
+            print!("{}", c.profile_table(&sim::FRONTIER_PAIR));
             let floor_above = c
                 .floor_of_always_on()
                 .is_some_and(|r| r > sim::FRONTIER_GPU_HOURS);

@@ -334,6 +334,10 @@ impl Comparison {
     }
 }
 
+/// The policies the frontier holds firepool against always-on with, as a
+/// [`Comparison::profile_table`] shows them.
+pub const FRONTIER_PAIR: [&str; 2] = ["always-on", "firepool"];
+
 /// The target for firepool's GPU-hours, against always-on's: the Firepool
 /// paper's, and the frontier's.
 pub const FRONTIER_GPU_HOURS: f64 = 0.55;
@@ -668,7 +672,9 @@ struct PoolRun {
     per_gpu: f64,
     /// When a wake-up is scheduled.
     wake: Option<u64>,
-    /// Its own share of the run's accounts (see [`Run`]).
+    /// Its jobs' start latencies, how many started warm, from a standby
+    /// pod and cold, and the GPU x ms it held: active, warm, standby,
+    /// draining.
     latency: Hist,
     sources: [u64; 3],
     gpu_ms: [f64; 4],
@@ -740,10 +746,9 @@ struct Run<'a> {
     out: Vec<Decision>,
     gone: Vec<PodId>,
     now: u64,
+    /// Every job's start latency; how jobs started and what was held are
+    /// counted pool by pool ([`PoolRun`]).
     latency: Hist,
-    sources: [u64; 3],
-    /// GPU x ms held: active, warm, standby, draining.
-    gpu_ms: [f64; 4],
     peak: f64,
     series: Series,
     loops_ms: u128,
@@ -797,8 +802,6 @@ impl<'a> Run<'a> {
             gone: Vec::new(),
             now: 0,
             latency: Hist::new(),
-            sources: [0; 3],
-            gpu_ms: [0.0; 4],
             peak: 0.0,
             series: Series::new(),
             loops_ms: 0,
@@ -848,9 +851,8 @@ impl<'a> Run<'a> {
             for p in &mut self.pools {
                 let h = p.pool.held();
                 let g = [h.active, h.warm, h.standby, h.draining].map(|s| s as f64 / p.per_gpu);
-                for ((acc, mine), g) in self.gpu_ms.iter_mut().zip(&mut p.gpu_ms).zip(g) {
+                for (acc, g) in p.gpu_ms.iter_mut().zip(g) {
                     *acc += g * dt;
-                    *mine += g * dt;
                 }
                 total += g.iter().sum::<f64>();
             }
@@ -921,7 +923,6 @@ impl<'a> Run<'a> {
                     let (start, end, source) = (j.start, j.start + j.duration, j.source);
                     let (pool, submitted) = (j.pool, j.submitted);
                     self.latency.record(start - submitted);
-                    self.sources[rank(source) as usize] += 1;
                     let mine = &mut self.pools[pool as usize];
                     mine.latency.record(start - submitted);
                     mine.sources[rank(source) as usize] += 1;
@@ -1032,8 +1033,17 @@ impl<'a> Run<'a> {
     }
 
     fn finish(self) -> (Summary, svg::Curve) {
-        let jobs: u64 = self.sources.iter().sum();
-        let [warm_share, standby_share, cold_share] = shares(self.sources);
+        let (mut sources, mut gpu_ms) = ([0u64; 3], [0.0f64; 4]);
+        for p in &self.pools {
+            for (all, mine) in sources.iter_mut().zip(p.sources) {
+                *all += mine;
+            }
+            for (all, mine) in gpu_ms.iter_mut().zip(p.gpu_ms) {
+                *all += mine;
+            }
+        }
+        let jobs: u64 = sources.iter().sum();
+        let [warm_share, standby_share, cold_share] = shares(sources);
         let callers = self.callers.len() as u64;
         let per_caller = |ms: u128| {
             if callers == 0 {
@@ -1064,10 +1074,10 @@ impl<'a> Run<'a> {
             } else {
                 0.0
             },
-            gpu_hours_held: hours(self.gpu_ms.iter().sum()),
-            gpu_hours_active: hours(self.gpu_ms[0]),
-            gpu_hours_warm_idle: hours(self.gpu_ms[1] + self.gpu_ms[3]),
-            gpu_hours_standby: hours(self.gpu_ms[2]),
+            gpu_hours_held: hours(gpu_ms.iter().sum()),
+            gpu_hours_active: hours(gpu_ms[0]),
+            gpu_hours_warm_idle: hours(gpu_ms[1] + gpu_ms[3]),
+            gpu_hours_standby: hours(gpu_ms[2]),
             peak_gpus_held: self.peak,
             end_s: s(end_ms),
             pods_started: self.pods_started,
