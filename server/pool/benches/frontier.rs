@@ -1,8 +1,9 @@
 //! The frontier benchmark: on each member of the `agent-heavy`, `rl-mixed`
 //! and `rl-jitter` trace families (pause tails, profile mixes, step sizes,
 //! pauses, their jitter and caller counts drawn from the seed), and on the
-//! original `rl` trace (32 workers, 20 jobs a step, a 30 s training pause)
-//! of each seed, every fixed keep-alive, always-on and firepool, cold start
+//! original `agent` trace (100 sessions, heavy-tailed think pauses) and `rl`
+//! trace (32 workers, 20 jobs a step, a 30 s training pause) of each seed,
+//! every fixed keep-alive, always-on and firepool, cold start
 //! 30 s, promotion 1 s, warm 0.1 s. Prints each trace's table and firepool's
 //! frontier targets (dominated by no fixed keep-alive, <= 0.55 of
 //! always-on's GPU-hours, p90 start within 1.5x of always-on's, >= 95 % warm
@@ -14,7 +15,7 @@
 //! Environment: `HEARTH_SEEDS` (comma-separated seeds or inclusive ranges
 //! such as `1..24`, default 1,2,3,4),
 //! `HEARTH_KINDS` (comma-separated, default
-//! agent-heavy,rl-mixed,rl-jitter,rl),
+//! agent,agent-heavy,rl-mixed,rl-jitter,rl),
 //! `HEARTH_OUT` (where traces and charts go, default the temp directory),
 //! `HEARTH_COLD_START_S` (seconds a pod takes to start, default 30).
 
@@ -38,7 +39,7 @@ fn main() {
     // above it already.
     let mut beyond = 0;
     let kinds: Vec<TraceKind> = std::env::var("HEARTH_KINDS")
-        .unwrap_or_else(|_| "agent-heavy,rl-mixed,rl-jitter,rl".to_owned())
+        .unwrap_or_else(|_| "agent,agent-heavy,rl-mixed,rl-jitter,rl".to_owned())
         .split(',')
         .map(|k| k.trim().parse().expect("HEARTH_KINDS"))
         .collect();

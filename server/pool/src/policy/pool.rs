@@ -2964,7 +2964,7 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{RewarmConfig, StandbyConfig};
+    use crate::policy::{KeepAliveConfig, RewarmConfig, StandbyConfig};
 
     fn at(pool: &mut Pool, ms: u64, e: Event) -> Vec<Decision> {
         let mut out = Vec::new();
@@ -3008,6 +3008,11 @@ mod tests {
             rewarm: RewarmConfig {
                 lead: Duration::from_secs(3),
                 ..RewarmConfig::default()
+            },
+            // Scripted workers pause alike from the start: a few pauses tell.
+            keep_alive: KeepAliveConfig {
+                min_samples: 4,
+                ..KeepAliveConfig::default()
             },
             ..Config::default()
         }

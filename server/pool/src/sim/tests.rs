@@ -354,6 +354,9 @@ fn generated_traces_simulate_end_to_end() {
 #[test]
 fn firepool_meets_the_frontier_targets_on_both_families() {
     let members = [
+        // `hearth simulate gen --kind agent` as it comes: sessions whose
+        // first few pauses are short, until a long one.
+        (TraceKind::Agent, 1, 100, 10_000),
         (TraceKind::AgentHeavy, 1, 60, 6_000),
         (TraceKind::AgentHeavy, 2, 90, 9_000),
         // 157 sessions open within 10 s: always-on has a pod ready for each.
