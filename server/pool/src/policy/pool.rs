@@ -848,9 +848,10 @@ impl Pool {
     /// up now, where a refill would hold the same share through a pod
     /// start. Where the target is met only by counting pods still starting,
     /// it takes the place of the latest of them (cancelled) when re-warms
-    /// and expected bursts due before that one is up outnumber the standby
-    /// pods ready: a loop whose steps come sooner than a pod starts would
-    /// otherwise find its standby pods still starting. With `keep` it is
+    /// and handovers due before that one is up outnumber the standby pods
+    /// ready: a loop whose steps come sooner than a pod starts, or a caller
+    /// back from a pause just after a burst emptied the standby pods, would
+    /// otherwise find them still starting. With `keep` it is
     /// kept as standby whatever the target: its caller's re-warm, due before
     /// any other standby pod is free for it, counts on it. Otherwise it is
     /// released.
@@ -897,16 +898,22 @@ impl Pool {
     }
 
     /// The latest standby pod still starting, if it comes too late: more
-    /// re-warms and expected bursts are due before it is up than there are
-    /// standby pods ready.
+    /// re-warms and handovers are due before it is up than there are
+    /// standby pods ready. Handovers come at the rate the standby target
+    /// is sized for (its recent peak per pod start), however few have come
+    /// yet: a pool that has just served a burst from its standby pods
+    /// expects the next handover before their refills are up.
     fn replaceable_start(&self) -> Option<PodId> {
         let id = self.standby_starts().max()?;
-        let up = (
-            self.pods[&id].started + Duration::from_millis(self.start_time.ms()),
-            CallerId(u64::MAX),
-        );
-        let due = self.rewarms.range(..up).count();
-        (due > self.standby.len()).then_some(id)
+        let start_ms = self.start_time.ms().max(1);
+        let up_at = self.pods[&id].started + Duration::from_millis(start_ms);
+        let rewarms = self.rewarms.range(..(up_at, CallerId(u64::MAX))).count() as u64;
+        let peak = self
+            .handovers
+            .peak(self.now, start_ms, self.standby_horizon());
+        let left = millis(up_at.saturating_since(self.now));
+        let handovers = (u64::from(peak) * left).div_ceil(start_ms);
+        (rewarms + handovers > self.standby.len() as u64).then_some(id)
     }
 
     /// Standby pods still starting. Pod ids grow with each start, so the
@@ -3341,6 +3348,50 @@ mod tests {
         );
     }
 
+    /// The standby pods `d` starts.
+    fn standby_started(d: &[Decision]) -> Vec<PodId> {
+        d.iter()
+            .filter_map(|d| match d {
+                Decision::StartPod {
+                    pod,
+                    purpose: Purpose::Standby,
+                    ..
+                } => Some(*pod),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Retires warm pod `pod` as its keep-alive runs out now.
+    fn retire_now(pool: &mut Pool, pod: PodId) -> Vec<Decision> {
+        let PodState::Warm(w) = pool.pods[&pod].state else {
+            unreachable!("{pod:?} is not warm")
+        };
+        let mut out = Vec::new();
+        pool.retire(pod, w, pool.now, false, &mut out);
+        pool.check_invariants();
+        out
+    }
+
+    /// Whether `out` keeps `pod` as standby in place of standby start
+    /// `start`, the target `target` met with it.
+    fn kept_in_place_of(out: &[Decision], pod: PodId, start: PodId, target: u32) -> bool {
+        matches!(
+            out,
+            [
+                Decision::Release { pod: cancelled, reason: Reason::StandbySurplus { have, target: t } },
+                Decision::Reset { pod: kept, reason: Reason::KeptAsStandby { have: 0, target: t2, .. }, .. },
+            ] if *cancelled == start && *kept == pod && *have == target + 1 && *t == target && *t2 == target
+        )
+    }
+
+    fn released_expired(out: &[Decision], pod: PodId) -> bool {
+        matches!(
+            out,
+            [Decision::Release { pod: p, reason: Reason::KeepAliveExpired { .. } }] if *p == pod
+        )
+    }
+
     #[test]
     fn a_pod_past_its_keep_alive_replaces_a_standby_start_that_comes_too_late() {
         // A warm idle pod of caller 1, and two re-warms of other callers due
@@ -3354,52 +3405,57 @@ mod tests {
                     Some(Rewarm::At(due));
                 pool.rewarms.insert((due, CallerId(c)));
             }
-            let starts: Vec<PodId> = at(&mut pool, 31_000, Event::Tick)
-                .iter()
-                .filter_map(|d| match d {
-                    Decision::StartPod {
-                        pod,
-                        purpose: Purpose::Standby,
-                        ..
-                    } => Some(*pod),
-                    _ => None,
-                })
-                .collect();
+            let starts = standby_started(&at(&mut pool, 31_000, Event::Tick));
             assert_eq!(starts.len(), 2);
-            let PodState::Warm(w) = pool.pods[&pod].state else {
-                unreachable!()
-            };
-            (pool, pod, w, starts)
+            (pool, pod, starts)
         };
         // Due in 5 s, long before the starts are up: the pod, up now, is
         // kept as standby in place of the later start.
-        let (mut pool, pod, w, starts) = setup(36_000);
-        let mut out = Vec::new();
-        pool.retire(pod, w, pool.now, false, &mut out);
-        pool.check_invariants();
-        assert!(
-            matches!(
-                out.as_slice(),
-                [
-                    Decision::Release { pod: cancelled, reason: Reason::StandbySurplus { have: 3, target: 2 } },
-                    Decision::Reset { pod: kept, reason: Reason::KeptAsStandby { have: 0, target: 2, .. }, .. },
-                ] if *cancelled == starts[1] && *kept == pod
-            ),
-            "{out:?}"
-        );
+        let (mut pool, pod, starts) = setup(36_000);
+        let out = retire_now(&mut pool, pod);
+        assert!(kept_in_place_of(&out, pod, starts[1], 2), "{out:?}");
         assert_eq!(pool.standby_have(), 2);
         // Due after the starts are up (within the re-warm notice, so they
         // count): the pod is released as before.
-        let (mut pool, pod, w, _) = setup(31_000 + NOTICE - 1_000);
-        let mut out = Vec::new();
-        pool.retire(pod, w, pool.now, false, &mut out);
-        assert!(
-            matches!(
-                out.as_slice(),
-                [Decision::Release { pod: p, reason: Reason::KeepAliveExpired { .. } }] if *p == pod
-            ),
-            "{out:?}"
-        );
+        let (mut pool, pod, _) = setup(31_000 + NOTICE - 1_000);
+        let out = retire_now(&mut pool, pod);
+        assert!(released_expired(&out, pod), "{out:?}");
+    }
+
+    #[test]
+    fn a_pod_past_its_keep_alive_replaces_a_standby_start_handovers_come_before() {
+        // Caller 1's pod is warm; at 40 s three new callers arrive, find no
+        // pod, and the pool starts standby pods to refill for the next such
+        // burst.
+        let setup = || {
+            let (mut pool, pod) = warm_alone(CallerId(1));
+            let mut starts = Vec::new();
+            for c in 2..5 {
+                let req = Request::new(JobId(c), CallerId(c), TenantId(0));
+                starts.extend(standby_started(&at(
+                    &mut pool,
+                    40_000,
+                    Event::JobQueued(req),
+                )));
+            }
+            assert_eq!(starts.len(), 3, "{starts:?}");
+            (pool, pod, starts)
+        };
+        // Its keep-alive runs out 5 s after the burst: handovers at that
+        // rate come long before the refills are up, so the pod, up now,
+        // stands by in place of the latest of them.
+        let (mut pool, pod, starts) = setup();
+        at(&mut pool, 45_000, Event::Tick);
+        let out = retire_now(&mut pool, pod);
+        assert!(kept_in_place_of(&out, pod, starts[2], 3), "{out:?}");
+        assert_eq!(pool.standby_have(), 3);
+        // Once the refills are up, the pod is released as before.
+        let (mut pool, pod, starts) = setup();
+        for &s in &starts {
+            at(&mut pool, 70_000, Event::PodReady { pod: s });
+        }
+        let out = retire_now(&mut pool, pod);
+        assert!(released_expired(&out, pod), "{out:?}");
     }
 
     #[test]
