@@ -27,14 +27,6 @@ use super::trace::{Cursor, Index};
 use super::{Error, SimParams};
 use crate::time::millis;
 
-/// The floor's GPU-hours on the trace at `path`.
-pub fn clairvoyant_gpu_hours(path: &Path, params: &SimParams) -> Result<f64, Error> {
-    Ok(clairvoyant_by_profile(path, params)?
-        .iter()
-        .map(|f| f.gpu_hours_held)
-        .sum())
-}
-
 /// The floor of one profile's pool: a pool has its own objective, so where
 /// a policy spends above the floor is told profile by profile. GPU-hours,
 /// in all and by what holds them (as a [`super::Summary`] counts them):

@@ -38,6 +38,18 @@ impl Hist {
         self.sum += u128::from(ms);
     }
 
+    /// Adds `other`'s values, as if each had been recorded here too.
+    pub(crate) fn merge(&mut self, other: &Hist) {
+        for (mine, theirs) in self.exact.iter_mut().zip(&other.exact) {
+            *mine += theirs;
+        }
+        for (&v, &c) in &other.coarse {
+            *self.coarse.entry(v).or_default() += c;
+        }
+        self.n += other.n;
+        self.sum += other.sum;
+    }
+
     pub(crate) fn count(&self) -> u64 {
         self.n
     }

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use bound::{ProfileFloor, clairvoyant_by_profile, clairvoyant_gpu_hours};
+pub use bound::{ProfileFloor, clairvoyant_by_profile};
 pub use generate::{PROFILE, TraceKind, generate};
 
 use crate::Instant;
@@ -242,7 +242,7 @@ pub struct Comparison {
     /// Start-latency CDF per policy (log-x) and GPUs held over time.
     pub svg: String,
     /// The clairvoyant floor under GPU-hours of any policy that starts every
-    /// job warm (see [`clairvoyant_gpu_hours`]).
+    /// job warm: its pools' floors together.
     pub floor_gpu_hours: f64,
     /// The same, profile by profile ([`clairvoyant_by_profile`]).
     pub floor_by_profile: Vec<ProfileFloor>,
@@ -672,12 +672,58 @@ struct PoolRun {
     per_gpu: f64,
     /// When a wake-up is scheduled.
     wake: Option<u64>,
-    /// Its jobs' start latencies, how many started warm, from a standby
-    /// pod and cold, and the GPU x ms it held: active, warm, standby,
-    /// draining.
+    counts: Counts,
+}
+
+/// A pool's jobs' start latencies, how many started warm, from a standby
+/// pod and cold, and the GPU x ms it held: active, warm, standby, draining.
+/// The run's are its pools' added up.
+#[derive(Debug)]
+struct Counts {
     latency: Hist,
     sources: [u64; 3],
     gpu_ms: [f64; 4],
+}
+
+impl Counts {
+    fn new() -> Counts {
+        Counts {
+            latency: Hist::new(),
+            sources: [0; 3],
+            gpu_ms: [0.0; 4],
+        }
+    }
+
+    fn add(&mut self, other: &Counts) {
+        self.latency.merge(&other.latency);
+        for (mine, theirs) in self.sources.iter_mut().zip(other.sources) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.gpu_ms.iter_mut().zip(other.gpu_ms) {
+            *mine += theirs;
+        }
+    }
+
+    /// The figures of `profile`'s pool (or of the whole run).
+    fn figures(&self, profile: String) -> ProfileSummary {
+        let [warm_share, standby_share, cold_share] = shares(self.sources);
+        let hours = |gms: f64| gms / 3_600_000.0;
+        let quantile = |p| seconds(self.latency.quantile(p));
+        ProfileSummary {
+            profile,
+            jobs: self.sources.iter().sum(),
+            warm_share,
+            standby_share,
+            cold_share,
+            start_p50_s: quantile(0.5),
+            start_p90_s: quantile(0.9),
+            start_p99_s: quantile(0.99),
+            gpu_hours_held: hours(self.gpu_ms.iter().sum()),
+            gpu_hours_active: hours(self.gpu_ms[0]),
+            gpu_hours_warm_idle: hours(self.gpu_ms[1] + self.gpu_ms[3]),
+            gpu_hours_standby: hours(self.gpu_ms[2]),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -746,9 +792,6 @@ struct Run<'a> {
     out: Vec<Decision>,
     gone: Vec<PodId>,
     now: u64,
-    /// Every job's start latency; how jobs started and what was held are
-    /// counted pool by pool ([`PoolRun`]).
-    latency: Hist,
     peak: f64,
     series: Series,
     loops_ms: u128,
@@ -774,9 +817,7 @@ impl<'a> Run<'a> {
                     pool: Pool::new(params.resolve(kind, info), cfg)?,
                     per_gpu,
                     wake: None,
-                    latency: Hist::new(),
-                    sources: [0; 3],
-                    gpu_ms: [0.0; 4],
+                    counts: Counts::new(),
                 })
             })
             .collect::<Result<Vec<_>, policy::Error>>()?;
@@ -801,7 +842,6 @@ impl<'a> Run<'a> {
             out: Vec::new(),
             gone: Vec::new(),
             now: 0,
-            latency: Hist::new(),
             peak: 0.0,
             series: Series::new(),
             loops_ms: 0,
@@ -851,7 +891,7 @@ impl<'a> Run<'a> {
             for p in &mut self.pools {
                 let h = p.pool.held();
                 let g = [h.active, h.warm, h.standby, h.draining].map(|s| s as f64 / p.per_gpu);
-                for (acc, g) in p.gpu_ms.iter_mut().zip(g) {
+                for (acc, g) in p.counts.gpu_ms.iter_mut().zip(g) {
                     *acc += g * dt;
                 }
                 total += g.iter().sum::<f64>();
@@ -922,10 +962,9 @@ impl<'a> Run<'a> {
                 if j.pending == 0 {
                     let (start, end, source) = (j.start, j.start + j.duration, j.source);
                     let (pool, submitted) = (j.pool, j.submitted);
-                    self.latency.record(start - submitted);
                     let mine = &mut self.pools[pool as usize];
-                    mine.latency.record(start - submitted);
-                    mine.sources[rank(source) as usize] += 1;
+                    mine.counts.latency.record(start - submitted);
+                    mine.counts.sources[rank(source) as usize] += 1;
                     self.push(end, Ev::End(pool, job));
                 }
             }
@@ -1033,17 +1072,12 @@ impl<'a> Run<'a> {
     }
 
     fn finish(self) -> (Summary, svg::Curve) {
-        let (mut sources, mut gpu_ms) = ([0u64; 3], [0.0f64; 4]);
+        let mut all = Counts::new();
         for p in &self.pools {
-            for (all, mine) in sources.iter_mut().zip(p.sources) {
-                *all += mine;
-            }
-            for (all, mine) in gpu_ms.iter_mut().zip(p.gpu_ms) {
-                *all += mine;
-            }
+            all.add(&p.counts);
         }
-        let jobs: u64 = sources.iter().sum();
-        let [warm_share, standby_share, cold_share] = shares(sources);
+        let total = all.figures(String::new());
+        debug_assert_eq!(all.latency.count(), total.jobs);
         let callers = self.callers.len() as u64;
         let per_caller = |ms: u128| {
             if callers == 0 {
@@ -1053,20 +1087,18 @@ impl<'a> Run<'a> {
             }
         };
         let (mean_loop, fresh_loop) = (per_caller(self.loops_ms), per_caller(self.fresh_ms));
-        let hours = |gms: f64| gms / 3_600_000.0;
-        let s = |ms: u64| ms as f64 / 1000.0;
         let end_ms = self.now.saturating_sub(self.offset);
         let summary = Summary {
             policy: self.name.clone(),
-            jobs,
+            jobs: total.jobs,
             callers,
-            warm_share,
-            standby_share,
-            cold_share,
-            start_p50_s: s(self.latency.quantile(0.5)),
-            start_p90_s: s(self.latency.quantile(0.9)),
-            start_p99_s: s(self.latency.quantile(0.99)),
-            start_mean_s: self.latency.mean() / 1000.0,
+            warm_share: total.warm_share,
+            standby_share: total.standby_share,
+            cold_share: total.cold_share,
+            start_p50_s: total.start_p50_s,
+            start_p90_s: total.start_p90_s,
+            start_p99_s: total.start_p99_s,
+            start_mean_s: all.latency.mean() / 1000.0,
             mean_loop_s: mean_loop,
             fresh_loop_s: fresh_loop,
             loop_speedup: if mean_loop > 0.0 {
@@ -1074,46 +1106,33 @@ impl<'a> Run<'a> {
             } else {
                 0.0
             },
-            gpu_hours_held: hours(gpu_ms.iter().sum()),
-            gpu_hours_active: hours(gpu_ms[0]),
-            gpu_hours_warm_idle: hours(gpu_ms[1] + gpu_ms[3]),
-            gpu_hours_standby: hours(gpu_ms[2]),
+            gpu_hours_held: total.gpu_hours_held,
+            gpu_hours_active: total.gpu_hours_active,
+            gpu_hours_warm_idle: total.gpu_hours_warm_idle,
+            gpu_hours_standby: total.gpu_hours_standby,
             peak_gpus_held: self.peak,
-            end_s: s(end_ms),
+            end_s: seconds(end_ms),
             pods_started: self.pods_started,
             profiles: self
                 .index
                 .pools
                 .iter()
                 .zip(&self.pools)
-                .map(|(info, p)| {
-                    let [warm_share, standby_share, cold_share] = shares(p.sources);
-                    ProfileSummary {
-                        profile: info.name.to_string(),
-                        jobs: p.sources.iter().sum(),
-                        warm_share,
-                        standby_share,
-                        cold_share,
-                        start_p50_s: s(p.latency.quantile(0.5)),
-                        start_p90_s: s(p.latency.quantile(0.9)),
-                        start_p99_s: s(p.latency.quantile(0.99)),
-                        gpu_hours_held: hours(p.gpu_ms.iter().sum()),
-                        gpu_hours_active: hours(p.gpu_ms[0]),
-                        gpu_hours_warm_idle: hours(p.gpu_ms[1] + p.gpu_ms[3]),
-                        gpu_hours_standby: hours(p.gpu_ms[2]),
-                    }
-                })
+                .map(|(info, p)| p.counts.figures(info.name.to_string()))
                 .collect(),
         };
-        debug_assert_eq!(self.latency.count(), jobs);
         let curve = svg::Curve {
             name: self.name,
-            cdf: self.latency.cdf(),
+            cdf: all.latency.cdf(),
             held: self.series.points(end_ms),
-            end_s: s(end_ms),
+            end_s: seconds(end_ms),
         };
         (summary, curve)
     }
+}
+
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
 }
 
 #[cfg(test)]
