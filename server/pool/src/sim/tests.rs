@@ -213,6 +213,11 @@ fn malformed_traces_are_refused_with_their_line() {
             "think_s",
         ),
         (
+            "caller,seq,think_s,duration_s,profile\na,0,0,1,gpu-1\na,1,5e7,1,gpu-1\nb,0,0,1,gpu-1\nb,1,1e8,1,gpu-1\n",
+            5,
+            "at most 1e8 s",
+        ),
+        (
             "caller,seq,think_s,duration_s,profile\na,0,0,1,h100\n",
             2,
             "unknown",

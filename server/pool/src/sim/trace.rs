@@ -5,7 +5,8 @@
 //! not span lines; blank lines and a UTF-8 byte order mark are skipped. A
 //! caller's rows must be contiguous and in `seq` order (0, 1, 2, ...);
 //! callers may come in any order. `gpus` may be empty or absent, for the
-//! profile's.
+//! profile's. A caller's thinks and run times add up to at most
+//! [`MAX_CALLER_SPAN_S`].
 //!
 //! In a closed loop a caller's next job exists only once its previous job has
 //! finished, so callers advance independently and no single pass over the
@@ -76,6 +77,14 @@ struct Fields<'a> {
 }
 
 const HEADER: [&str; 5] = ["caller", "seq", "think_s", "duration_s", "profile"];
+
+/// The longest one caller's loop may run, its think and run times added up,
+/// in seconds: about three years. A pool that holds idle pods is reviewed
+/// every simulated second, so a run takes time in proportion to the span it
+/// simulates (firepool about 0.4 us a simulated second here: a think of ten
+/// million seconds took 3.9 s), and a trace spanning centuries, which the
+/// fields alone allow, would run for days.
+pub(crate) const MAX_CALLER_SPAN_S: f64 = 1e8;
 
 fn parse(record: &ByteRecord, has_gpus: bool) -> Result<Fields<'_>, String> {
     let field = |i: usize, name: &str| match record.get(i) {
@@ -181,6 +190,7 @@ impl Index {
         let mut seen: HashSet<Box<str>> = HashSet::new();
         let mut current: Option<Box<str>> = None;
         let mut caller_pools: Vec<usize> = Vec::new();
+        let mut caller_s = 0.0;
         loop {
             let (start, start_line) = records.position();
             let Some(line_no) = records.next(&mut record)? else {
@@ -201,6 +211,7 @@ impl Index {
                 }
                 current = Some(f.caller.into());
                 caller_pools.clear();
+                caller_s = 0.0;
                 index.callers.push(Span {
                     start: skip + start,
                     end,
@@ -216,6 +227,13 @@ impl Index {
                 return Err(err(format!(
                     "caller {:?} has seq {} where {} was expected: seq runs 0, 1, 2, ... in order",
                     f.caller, f.seq, span.rows
+                )));
+            }
+            caller_s += f.think_s + f.duration_s;
+            if caller_s > MAX_CALLER_SPAN_S {
+                return Err(err(format!(
+                    "caller {:?} thinks and runs for {caller_s:.3e} s up to here: a caller's loop may span at most {MAX_CALLER_SPAN_S:.0e} s (about three years)",
+                    f.caller
                 )));
             }
             span.rows += 1;
