@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -380,17 +381,22 @@ pub fn read_trace(path: &Path, params: &SimParams) -> Result<u64, Error> {
 }
 
 /// Replays the trace through every policy in `kinds` (see
-/// [`Kind::comparison_set`]), indexing it once, and draws the chart.
+/// [`Kind::comparison_set`]), indexing it once, and draws the chart. The
+/// policies run side by side, one at a time on each core: every run reads
+/// the trace through its own cursors and shares nothing else.
 pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Comparison, Error> {
     let file = File::open(path)?;
     let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
+    let runs = run_all(kinds.len(), |i| {
+        Run::new(&file, &index, kinds[i], params)?.run()
+    });
     let mut summaries = Vec::with_capacity(kinds.len());
     let mut curves = Vec::with_capacity(kinds.len());
     // The sweep of fixed keep-alives shows on the frontier only; the other
     // panels keep the comparison set readable.
     let drawn = Kind::comparison_set();
-    for &kind in kinds {
-        let (summary, curve) = Run::new(&file, &index, kind, params)?.run()?;
+    for (&kind, run) in kinds.iter().zip(runs) {
+        let (summary, curve) = run?;
         summaries.push(summary);
         if !matches!(kind, Kind::KeepAlive { .. }) || drawn.contains(&kind) {
             curves.push(curve);
@@ -421,6 +427,50 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
         floor_gpu_hours: floor_by_profile.iter().map(|f| f.gpu_hours_held).sum(),
         floor_by_profile,
     })
+}
+
+/// `job(0)`, ..., `job(n - 1)`, on as many threads as the machine has cores
+/// (at most `n`), each taking the next job as it finishes one; the results in
+/// job order. A job's panic is raised again here.
+fn run_all<T: Send>(n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(n);
+    if threads <= 1 {
+        return (0..n).map(job).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return done;
+                        }
+                        done.push((i, job(i)));
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            match worker.join() {
+                Ok(done) => {
+                    for (i, r) in done {
+                        results[i] = Some(r);
+                    }
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
 }
 
 impl Summary {

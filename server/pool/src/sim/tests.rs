@@ -565,3 +565,25 @@ fn a_stricter_start_objective_buys_warm_starts_with_gpu_time() {
     );
     assert!(standby.gpu_hours_held < p90.gpu_hours_held);
 }
+
+#[test]
+fn policies_run_side_by_side_give_their_results_in_order() {
+    // More jobs than threads, of uneven lengths, so that workers take them
+    // out of order.
+    let jobs = |i: usize| {
+        std::thread::sleep(std::time::Duration::from_millis((i % 3) as u64));
+        i * i
+    };
+    assert_eq!(
+        run_all(20, jobs),
+        (0..20).map(|i| i * i).collect::<Vec<_>>()
+    );
+    assert_eq!(run_all(1, jobs), vec![0]);
+    assert!(run_all(0, jobs).is_empty());
+}
+
+#[test]
+#[should_panic(expected = "job 7 failed")]
+fn a_policy_run_that_panics_panics_the_comparison() {
+    run_all(10, |i| assert!(i != 7, "job {i} failed"));
+}
