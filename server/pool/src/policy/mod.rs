@@ -326,7 +326,9 @@ pub struct BudgetConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KeepAliveConfig {
-    /// For callers with fewer than `min_samples` observed pauses.
+    /// For callers with fewer than `min_samples` observed pauses while the
+    /// pool's own pauses cannot choose for them (too few yet, or no
+    /// objective).
     pub default: Duration,
     pub min: Duration,
     pub max: Duration,
@@ -345,7 +347,10 @@ pub struct KeepAliveConfig {
     /// (agent sessions with heavy-tailed think times lost a tenth of their
     /// loop speed-up so); trusted later, periodic callers hold their pods
     /// through more of their first pauses. Raise it for an objective
-    /// further out (a 99th percentile).
+    /// further out (a 99th percentile). Until then, against an objective,
+    /// the pool's recent pauses (every caller's, once it has seen 64)
+    /// choose the caller's keep-alive as its own would (`Basis::Pooled`);
+    /// before that, `default` does.
     pub min_samples: u32,
 }
 
@@ -929,6 +934,14 @@ pub enum Basis {
         covers_permille: u32,
         price_share_ms: u64,
     },
+    /// Against the pool's objective, as `Objective`, from the pool's recent
+    /// pauses (every caller's): the caller has made too few of its own
+    /// (`keep_alive.min_samples`). The keep-alive covers `covers_permille`
+    /// of the pool's pauses.
+    Pooled {
+        covers_permille: u32,
+        price_share_ms: u64,
+    },
     /// Held through the pause: the caller's next burst (every `period_ms`)
     /// is due too soon for a release and a re-warm to save anything.
     NextBurst { period_ms: u64 },
@@ -954,6 +967,15 @@ impl fmt::Display for Basis {
             } => write!(
                 f,
                 "covers {:.1} % of its pauses at the pool's price of {:.1} share-s per warm start",
+                f64::from(covers_permille) / 10.0,
+                s(price_share_ms)
+            ),
+            Basis::Pooled {
+                covers_permille,
+                price_share_ms,
+            } => write!(
+                f,
+                "too few pauses of its own: covers {:.1} % of the pool's recent pauses at the pool's price of {:.1} share-s per warm start",
                 f64::from(covers_permille) / 10.0,
                 s(price_share_ms)
             ),

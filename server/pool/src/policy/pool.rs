@@ -137,6 +137,16 @@ const STATE_KINDS: usize = 7;
 /// way, while one period is all that predicts it.
 const GUESS_SPREAD: f64 = 0.3;
 
+/// Pauses the pool remembers, every caller's together: as many as one
+/// caller's history may hold at most.
+const POOLED_PAUSES: usize = 256;
+
+/// Pauses the pool must have seen before they choose the keep-alive of a
+/// caller with too few of its own: several callers' worth of
+/// [`KeepAliveConfig::min_samples`], so that no one caller's first pauses
+/// set it, and as many as the objective's integral control waits for.
+const PRIOR_PAUSES: usize = 64;
+
 /// A caller's periods that predict its next burst, and their regular range.
 type Steps<'a> = (Cow<'a, [u32]>, (u64, u64));
 
@@ -408,6 +418,12 @@ pub struct Pool {
     /// When the first standby pod kept though it is surplus (it started
     /// within the minimum keep-alive) may go (see [`Pool::keep_standby`]).
     surplus_settles: Option<Instant>,
+    /// The pool's recent pauses, every caller's (at most [`POOLED_PAUSES`]).
+    pooled: Pauses,
+    /// The keep-alive curve of those pauses for a pod of one share: what a
+    /// caller with too few pauses of its own chooses from, once the pool
+    /// has [`PRIOR_PAUSES`] (see [`Pool::prior`]).
+    prior: Curve,
 }
 
 impl Pool {
@@ -458,6 +474,8 @@ impl Pool {
             boost: 0.0,
             next_review: Instant::ZERO,
             surplus_settles: None,
+            pooled: Pauses::default(),
+            prior: Curve::default(),
             next_sweep: Instant::ZERO + config.caller_ttl / 2,
             cfg: config,
         };
@@ -570,10 +588,35 @@ impl Pool {
             KeepAliveMode::Matched => Some(
                 self.callers
                     .get(&caller)
-                    .and_then(|c| c.matched_ms.map(|ms| (ms, c.basis)))
+                    .and_then(|c| {
+                        c.matched_ms
+                            .map(|ms| (ms, c.basis))
+                            .or_else(|| self.prior(c))
+                    })
                     .unwrap_or((millis(self.cfg.keep_alive.default), Basis::Default)),
             ),
         }
+    }
+
+    /// The keep-alive of a caller with fewer pauses than
+    /// [`KeepAliveConfig::min_samples`]: chosen against the objective as its
+    /// own would be, from the pool's recent pauses (every caller's), once the
+    /// pool has [`PRIOR_PAUSES`]. Its own few pauses cannot show their tail
+    /// (see `min_samples`); the pool's many show the tail of pauses like
+    /// its. Without an objective, or before, the pool's default.
+    fn prior(&self, c: &CallerState) -> Option<(u64, Basis)> {
+        // A pod of `size` shares costs `size` times a one-share pod's: the
+        // one-share curve at the price per share.
+        let p = self.prior.choose(self.price / f64::from(c.size.0.max(1)))?;
+        let (min, max) = (
+            millis(self.cfg.keep_alive.min),
+            millis(self.cfg.keep_alive.max),
+        );
+        let basis = Basis::Pooled {
+            covers_permille: (p.warm * 1000.0).round() as u32,
+            price_share_ms: self.price_share_ms(),
+        };
+        Some((p.keep_ms.clamp(min, max), basis))
     }
 
     /// The caller's next burst here, if its bursts are regular and the next
@@ -1007,6 +1050,7 @@ impl Pool {
         if idle && let Some(end) = caller.last_end {
             let pause = now.as_millis().saturating_sub(end.as_millis());
             caller.pauses.push(pause.max(elsewhere_ms), history);
+            self.pooled.push(pause.max(elsewhere_ms), POOLED_PAUSES);
             paused = true;
         }
         // A burst starts with the loop's first job after a quiet gap of
@@ -2049,11 +2093,17 @@ impl Pool {
     fn objective_basis(&self, warm: f64) -> Basis {
         Basis::Objective {
             covers_permille: (warm * 1000.0).round() as u32,
-            price_share_ms: if self.price.is_finite() {
-                self.price.round() as u64
-            } else {
-                u64::MAX
-            },
+            price_share_ms: self.price_share_ms(),
+        }
+    }
+
+    /// The objective's price as a basis tells it: `u64::MAX` where no
+    /// price reaches the objective.
+    fn price_share_ms(&self) -> u64 {
+        if self.price.is_finite() {
+            self.price.round() as u64
+        } else {
+            u64::MAX
         }
     }
 
@@ -2105,6 +2155,16 @@ impl Pool {
             millis(self.cfg.keep_alive.min),
             millis(self.cfg.keep_alive.max),
         );
+        if self.pooled.len() >= PRIOR_PAUSES {
+            let shape = Shape {
+                shares: 1,
+                margin: o.margin,
+                min_ms: min,
+                max_ms: max,
+                covered_from: None,
+            };
+            self.prior = Curve::new(self.pooled.as_slice(), shape);
+        }
         for id in ids {
             let Some(c) = self.callers.get(&id) else {
                 continue;

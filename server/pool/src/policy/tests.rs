@@ -1194,6 +1194,72 @@ fn keep_alives_meet_the_objective_where_pauses_make_it_cheap() {
     assert!(f.pool.snapshot().objective.unwrap().price_share_ms > price);
 }
 
+#[test]
+fn a_caller_with_too_few_pauses_takes_its_keep_alive_from_the_pools() {
+    // Caller 1 runs `n` jobs of 200 ms, 1 s apart; caller 3 then runs one.
+    // Caller 3 has no pause of its own: once the pool has seen 64 pauses,
+    // its pod keeps the keep-alive caller 1's pauses chose, and expires by
+    // it; before, the pool's default.
+    let run = |n: u64| {
+        let a: Vec<(u64, u64)> = (0..n).map(|i| (i * 1_200, 200)).collect();
+        let mut script = jobs_of(1, 0, &a);
+        let start = n * 1_200 + 5_000;
+        script.extend(jobs_of(3, 1_000, &[(start, 200)]));
+        let (mut f, _) = Fake::new(Kind::Firepool, objective_cfg(0.9));
+        let log = play(&mut f, script, start + 200);
+        let snap = f.pool.snapshot();
+        let view = |caller| {
+            let c = snap.callers.iter().find(|c| c.caller == CallerId(caller));
+            let c = c.expect("a caller seen");
+            (
+                c.keep_alive_ms.expect("a keep-alive"),
+                c.basis.expect("a basis"),
+            )
+        };
+        (view(1), view(3), f, log, start + 200)
+    };
+
+    let ((own, _), (prior, basis), mut f, mut log, end) = run(70);
+    assert_eq!(
+        own, 1_000,
+        "the minimum keep-alive covers caller 1's pauses"
+    );
+    assert_eq!(prior, own);
+    assert!(
+        matches!(
+            basis,
+            Basis::Pooled {
+                covers_permille: 1000,
+                ..
+            }
+        ),
+        "{basis:?}"
+    );
+    log.extend(play(&mut f, Vec::new(), end + 5_000));
+    let expired: Vec<(u64, u64)> = log
+        .iter()
+        .filter_map(|(t, d)| match d {
+            Decision::Release {
+                reason:
+                    Reason::KeepAliveExpired {
+                        caller: CallerId(3),
+                        keep_alive_ms,
+                        basis: Basis::Pooled { .. },
+                        ..
+                    },
+                ..
+            } => Some((*t, *keep_alive_ms)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(expired, [(end + own, own)]);
+
+    // 29 pauses: too few to choose for another caller.
+    let (_, (k, basis), ..) = run(30);
+    assert_eq!(basis, Basis::Default);
+    assert_eq!(k, 120_000);
+}
+
 /// A firepool pool with the start-latency objective and 1..=4 standby pods,
 /// its first standby pods ready: where periodic callers are re-warmed.
 fn periodic_pool() -> Fake {
