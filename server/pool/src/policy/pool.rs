@@ -607,16 +607,13 @@ impl Pool {
     fn prior(&self, c: &CallerState) -> Option<(u64, Basis)> {
         // A pod of `size` shares costs `size` times a one-share pod's: the
         // one-share curve at the price per share.
+        // Its candidates lie within the keep-alive's bounds already.
         let p = self.prior.choose(self.price / f64::from(c.size.0.max(1)))?;
-        let (min, max) = (
-            millis(self.cfg.keep_alive.min),
-            millis(self.cfg.keep_alive.max),
-        );
         let basis = Basis::Pooled {
             covers_permille: (p.warm * 1000.0).round() as u32,
             price_share_ms: self.price_share_ms(),
         };
-        Some((p.keep_ms.clamp(min, max), basis))
+        Some((p.keep_ms, basis))
     }
 
     /// The caller's next burst here, if its bursts are regular and the next
@@ -1048,9 +1045,12 @@ impl Pool {
         let elsewhere_ms = std::mem::take(&mut caller.gap_elsewhere_ms);
         let mut paused = false;
         if idle && let Some(end) = caller.last_end {
-            let pause = now.as_millis().saturating_sub(end.as_millis());
-            caller.pauses.push(pause.max(elsewhere_ms), history);
-            self.pooled.push(pause.max(elsewhere_ms), POOLED_PAUSES);
+            let pause = now
+                .as_millis()
+                .saturating_sub(end.as_millis())
+                .max(elsewhere_ms);
+            caller.pauses.push(pause, history);
+            self.pooled.push(pause, POOLED_PAUSES);
             paused = true;
         }
         // A burst starts with the loop's first job after a quiet gap of
@@ -3259,17 +3259,7 @@ mod tests {
         // Its standby pod starts a notice before the early burst, not
         // before the binding.
         let d = standby_for_one_from(&mut pool, 328_000 - NOTICE);
-        let pod = d
-            .iter()
-            .find_map(|d| match d {
-                Decision::StartPod {
-                    pod,
-                    purpose: Purpose::Standby,
-                    ..
-                } => Some(*pod),
-                _ => None,
-            })
-            .expect("a standby pod started");
+        let pod = *standby_started(&d).first().expect("a standby pod started");
         // Up within a pod start, it is promoted for a burst 6 s before the
         // earliest.
         at(
