@@ -66,8 +66,17 @@ impl Held {
 /// the trace first names them.
 pub fn clairvoyant_by_profile(path: &Path, params: &SimParams) -> Result<Vec<ProfileFloor>, Error> {
     let file = File::open(path)?;
+    let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
+    floor_of(&file, &index, params)
+}
+
+/// [`clairvoyant_by_profile`] of the trace in `file`, indexed as `index`.
+pub(crate) fn floor_of(
+    file: &File,
+    index: &Index,
+    params: &SimParams,
+) -> Result<Vec<ProfileFloor>, Error> {
     let per = params.pool.shares_per_gpu.max(1);
-    let index = Index::build(&file, &params.profiles, per)?;
     let gpus = |shares: u32| f64::from(shares) / f64::from(per);
     // Each pool's pod and standby share, in GPUs.
     let sizes: Vec<(f64, f64)> = index
@@ -88,9 +97,9 @@ pub fn clairvoyant_by_profile(path: &Path, params: &SimParams) -> Result<Vec<Pro
     let mut last_end: Vec<Option<u64>> = vec![None; index.pools.len()];
     for span in &index.callers {
         last_end.fill(None);
-        let mut cursor = Cursor::new(&file, span);
+        let mut cursor = Cursor::new(file, span);
         let mut now = 0u64;
-        while let Some(row) = cursor.next(&index)? {
+        while let Some(row) = cursor.next(index)? {
             let arrive = now + row.think_ms;
             let (pod, standby) = sizes[row.pool];
             let pool = &mut held[row.pool];

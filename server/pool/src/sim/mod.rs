@@ -387,9 +387,18 @@ pub fn read_trace(path: &Path, params: &SimParams) -> Result<u64, Error> {
 pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Comparison, Error> {
     let file = File::open(path)?;
     let index = Index::build(&file, &params.profiles, params.pool.shares_per_gpu)?;
-    let runs = run_all(kinds.len(), |i| {
-        Run::new(&file, &index, kinds[i], params)?.run()
+    // The floor, one pass over the trace, beside the policies' runs.
+    let (runs, floor_by_profile) = std::thread::scope(|s| {
+        let floor = s.spawn(|| bound::floor_of(&file, &index, params));
+        let runs = run_all(kinds.len(), |i| {
+            Run::new(&file, &index, kinds[i], params)?.run()
+        });
+        let floor = floor
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (runs, floor)
     });
+    let floor_by_profile = floor_by_profile?;
     let mut summaries = Vec::with_capacity(kinds.len());
     let mut curves = Vec::with_capacity(kinds.len());
     // The sweep of fixed keep-alives shows on the frontier only; the other
@@ -420,7 +429,6 @@ pub fn compare(path: &Path, kinds: &[Kind], params: &SimParams) -> Result<Compar
             p90_s: s.start_p90_s,
         })
         .collect();
-    let floor_by_profile = clairvoyant_by_profile(path, params)?;
     Ok(Comparison {
         svg: svg::chart(&title, &curves, &points).map_err(|e| Error::Chart(e.to_string()))?,
         summaries,
