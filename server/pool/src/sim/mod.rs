@@ -1135,6 +1135,8 @@ impl<'a> Run<'a> {
             all.add(&p.counts);
         }
         let total = all.figures(String::new());
+        // Every job of the trace started, and its start latency was counted.
+        debug_assert_eq!(total.jobs, self.index.jobs);
         debug_assert_eq!(all.latency.count(), total.jobs);
         let callers = self.callers.len() as u64;
         let per_caller = |ms: u128| {
