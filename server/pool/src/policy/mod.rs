@@ -519,6 +519,18 @@ impl Default for KeepAliveConfig {
     }
 }
 
+#[cfg(test)]
+impl KeepAliveConfig {
+    /// For scripted callers, which pause alike from their first job: a few
+    /// pauses tell.
+    pub(crate) fn scripted() -> KeepAliveConfig {
+        KeepAliveConfig {
+            min_samples: 4,
+            ..KeepAliveConfig::default()
+        }
+    }
+}
+
 impl Config {
     /// A pool of `gpus` GPUs for `profile`: pod size, pod limit, default
     /// keep-alive and start-latency objective come from the profile.

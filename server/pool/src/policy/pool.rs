@@ -3076,11 +3076,7 @@ mod tests {
                 lead: Duration::from_secs(3),
                 ..RewarmConfig::default()
             },
-            // Scripted workers pause alike from the start: a few pauses tell.
-            keep_alive: KeepAliveConfig {
-                min_samples: 4,
-                ..KeepAliveConfig::default()
-            },
+            keep_alive: KeepAliveConfig::scripted(),
             ..Config::default()
         }
     }

@@ -28,11 +28,7 @@ fn cfg() -> Config {
             lead: Duration::from_secs(3),
             ..RewarmConfig::default()
         },
-        // Scripted callers pause alike from the start: a few pauses tell.
-        keep_alive: KeepAliveConfig {
-            min_samples: 4,
-            ..KeepAliveConfig::default()
-        },
+        keep_alive: KeepAliveConfig::scripted(),
         ..Config::default()
     }
 }
