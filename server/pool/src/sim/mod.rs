@@ -311,18 +311,16 @@ impl Comparison {
                     ]),
                 );
             }
+            // Every job warm; no start latency is simulated.
+            let mut cells = ["-"; 7].map(String::from);
+            cells[0] = floor.jobs.to_string();
+            cells[1] = "100.0%".to_owned();
             let _ = writeln!(
                 s,
-                "{:<16} {:<18} {:>9} {:>6} {:>8} {:>6} {:>7} {:>7} {:>7} {}",
+                "{:<16} {:<18} {} {}",
                 floor.profile,
                 "clairvoyant floor",
-                floor.jobs,
-                "100.0%",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
+                starts_cells(cells),
                 held([
                     floor.gpu_hours_held,
                     floor.gpu_hours_active,
@@ -522,9 +520,15 @@ const STARTS: &str = "     jobs   warm  standby   cold   p50 s   p90 s   p99 s";
 /// the start percentiles (p50, p90, p99, s): the columns every table here
 /// shares.
 fn starts(jobs: u64, sources: [f64; 3], percentiles: [f64; 3]) -> String {
-    let [warm, standby, cold] = sources.map(|x| x * 100.0);
-    let [p50, p90, p99] = percentiles;
-    format!("{jobs:>9} {warm:>5.1}% {standby:>7.1}% {cold:>5.1}% {p50:>7.2} {p90:>7.2} {p99:>7.2}")
+    let [warm, standby, cold] = sources.map(|x| format!("{:.1}%", x * 100.0));
+    let [p50, p90, p99] = percentiles.map(|s| format!("{s:.2}"));
+    starts_cells([jobs.to_string(), warm, standby, cold, p50, p90, p99])
+}
+
+/// [`starts`]' columns, each cell as given.
+fn starts_cells(cells: [String; 7]) -> String {
+    let [jobs, warm, standby, cold, p50, p90, p99] = cells;
+    format!("{jobs:>9} {warm:>6} {standby:>8} {cold:>6} {p50:>7} {p90:>7} {p99:>7}")
 }
 
 /// The heading of [`held`]'s columns.
