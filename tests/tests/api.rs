@@ -798,3 +798,121 @@ async fn a_test_drops_its_database_even_when_it_panics() {
     assert!(failed.unwrap_err().is_panic());
     assert!(!database_exists(&name).await, "{name} left behind");
 }
+
+/// Numbers at the ends of what a JSON double holds, in a job's input and in
+/// its output, are read back as they were written. Postgres gives back a
+/// jsonb number such as 1.7976931348623157e308 as its 309 digits; before
+/// `serde_json`'s exact parsing, such a job was stored and could not be read
+/// again: its submission answered 500, its tenant's list failed, and the
+/// scheduler's scans of queued jobs failed for every tenant.
+#[tokio::test]
+async fn extreme_numbers_are_read_back_as_they_were_written() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("extremes").await;
+    let input = json!([
+        f64::MAX,
+        -f64::MAX,
+        1.797_693_134_862_315_5e308,
+        1e308,
+        5e-324,
+        -0.0
+    ]);
+    let job = json!({"kind": "tool_call", "profile": "cpu-small", "caller": "x",
+                     "command": ["cat"], "input": input, "timeout_s": 30});
+    let (status, v) = app.submit(&t.key, &job, Some(60.0)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["state"], "succeeded", "{v}");
+    let echoed: Value = serde_json::from_str(v["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(echoed, input, "the job read its input as it was sent");
+
+    let code = "import json, os, sys\n\
+                json.dump({'max': sys.float_info.max, 'min': -sys.float_info.max}, open(os.environ['HEARTH_OUTPUT'], 'w'))\n";
+    let (status, out) = app.submit(&t.key, &python_job("x", code), Some(60.0)).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        out["output"],
+        json!({"max": f64::MAX, "min": -f64::MAX}),
+        "{out}"
+    );
+
+    for id in [&v["id"], &out["id"]] {
+        let id = id.as_str().unwrap();
+        let (status, got) = app.get(&t.key, &format!("/v1/jobs/{id}")).await;
+        assert_eq!(status, 200, "{got}");
+        let (status, request) = app.get(&t.key, &format!("/v1/jobs/{id}/request")).await;
+        assert_eq!(status, 200, "{request}");
+    }
+    let (status, list) = app.get(&t.key, "/v1/jobs").await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 2);
+}
+
+/// Times whose offset takes them past year 9999 in UTC are refused as bad
+/// input (they made the database driver panic: 500), and so is a second
+/// `Idempotency-Key` header (the first was used, silently).
+#[tokio::test]
+async fn times_beyond_range_and_repeated_headers_are_refused() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("edges").await;
+    for query in [
+        "created_before=9999-12-31T23:59:59-23:59",
+        "created_after=9999-12-31T23:59:59-00:01",
+    ] {
+        let (status, err) = app.get(&t.key, &format!("/v1/jobs?{query}")).await;
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{query}: {err}"
+        );
+    }
+    // The last time in range, and one far ahead in another offset, still serve.
+    for query in [
+        "created_before=9999-12-31T23:59:59Z",
+        "created_before=9999-12-31T23:59:59%2B05:00",
+    ] {
+        let (status, list) = app.get(&t.key, &format!("/v1/jobs?{query}")).await;
+        assert_eq!(status, 200, "{query}: {list}");
+    }
+    let (status, err) = app
+        .post(
+            &t.key,
+            "/v1/keys",
+            &json!({"expires_at": "9999-12-31T23:59:59-23:59"}),
+        )
+        .await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (422, Some("validation_failed")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("out of range"), "{err}");
+    let (status, key) = app
+        .post(
+            &t.key,
+            "/v1/keys",
+            &json!({"expires_at": "9999-12-31T23:59:59+05:00"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{key}");
+    assert_eq!(key["expires_at"], "9999-12-31T18:59:59Z", "kept in UTC");
+
+    let r = app
+        .http
+        .post(app.url("/v1/jobs"))
+        .bearer_auth(&t.key)
+        .header("idempotency-key", "first")
+        .header("idempotency-key", "second")
+        .json(&python_job("h", "print(1)"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().await.unwrap();
+    assert!(err["message"].as_str().unwrap().contains("once"), "{err}");
+    let (_, list) = app.get(&t.key, "/v1/jobs").await;
+    assert_eq!(
+        list["jobs"].as_array().unwrap().len(),
+        0,
+        "nothing was accepted"
+    );
+}

@@ -176,6 +176,24 @@ async fn items_are_idempotent_and_a_reused_key_refuses_the_whole_batch() {
         6,
         "the batch's first job was not accepted"
     );
+    // The header of `POST /v1/jobs` keys nothing here: refused, not ignored
+    // (a retry would have submitted every job again).
+    let r = app
+        .http
+        .post(app.url("/v1/jobs/batch"))
+        .bearer_auth(&t.key)
+        .header("idempotency-key", "whole-batch")
+        .json(&items([echo("w", 0)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().await.unwrap();
+    assert!(
+        err["message"].as_str().unwrap().contains("idempotency_key"),
+        "{err}"
+    );
+    assert_eq!(count_jobs(&app, &t.key).await, 6, "nothing was accepted");
     let bad_key = json!({"jobs": [{"job": echo("w", 0), "idempotency_key": ""}]});
     let (status, err) = app.post(&t.key, "/v1/jobs/batch", &bad_key).await;
     assert_eq!(

@@ -347,6 +347,61 @@ async fn cancel_kills_the_whole_process_tree() {
     );
 }
 
+/// A cancel answers for what happened to the job: 200 only when it ended
+/// cancelled, 409 when it ended on its own first (it answered 200 with the
+/// job succeeded), 202 while it still stops. Cancels sent over the jobs'
+/// short runs meet some that end as the cancel lands.
+#[tokio::test]
+async fn a_cancel_answers_for_what_happened_to_the_job() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("racer").await;
+    let jobs: Vec<Value> = (0..48)
+        .map(|i| {
+            json!({"job": {"kind": "rollout", "profile": "cpu-small",
+                           "caller": format!("r{}", i % 4),
+                           "command": ["sh", "-c", format!("sleep 0.0{}", 2 + i % 7)],
+                           "timeout_s": 30}})
+        })
+        .collect();
+    let (status, batch) = app
+        .post(&t.key, "/v1/jobs/batch", &json!({"jobs": jobs}))
+        .await;
+    assert_eq!(status, 202, "{batch}");
+    let ids: Vec<String> = batch["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap().to_owned())
+        .collect();
+    let answers = futures::future::join_all(ids.iter().enumerate().map(|(i, id)| {
+        let app = &app;
+        let key = &t.key;
+        async move {
+            tokio::time::sleep(Duration::from_millis(10 * i as u64)).await;
+            app.post(key, &format!("/v1/jobs/{id}/cancel"), &json!({}))
+                .await
+        }
+    }))
+    .await;
+    for ((status, answer), id) in answers.into_iter().zip(&ids) {
+        let end = app.wait_final(&t.key, id).await;
+        let cancelled = end["state"] == "cancelled";
+        match status {
+            200 => assert!(
+                cancelled && answer["state"] == "cancelled",
+                "200 for a job that ended {}: {answer}",
+                end["state"]
+            ),
+            202 => {}
+            409 => {
+                assert_eq!(answer["code"], "job_finished", "{answer}");
+                assert!(!cancelled, "409 for a job that was cancelled: {end}");
+            }
+            _ => panic!("{status} {answer}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn timeout_kills_the_job() {
     let app = spawn_app().await;
@@ -524,6 +579,28 @@ async fn output_is_bounded_and_truncation_marked() {
     let full = logs["stdout"].as_str().unwrap();
     assert!(full.len() > 1000 && full.len() <= 5000, "{}", full.len());
     assert!(full.starts_with("line 0\n"));
+    // The head is the stream's first 1000 bytes, the line it ends in cut.
+    let head = v["stdout"].as_str().unwrap();
+    assert_eq!(head.len(), 1000);
+    assert!(full.starts_with(head));
+
+    // A first line longer than the head shows its start (it showed nothing),
+    // cut between characters.
+    for (escaped, ch) in [("x", 'x'), ("\\u00e9", '\u{e9}'), ("\\u20ac", '\u{20ac}')] {
+        let (_, v) = app
+            .submit(
+                &t.key,
+                &python_job("c", &format!("print('{escaped}' * 1500)")),
+                Some(60.0),
+            )
+            .await;
+        assert_eq!(v["state"], "succeeded", "{v}");
+        assert!(v["stdout_truncated"].as_bool().unwrap());
+        let head = v["stdout"].as_str().unwrap();
+        let bytes = ch.len_utf8();
+        assert_eq!(head.len(), 1000 / bytes * bytes, "{ch}");
+        assert!(head.chars().all(|c| c == ch), "{ch}: {head}");
+    }
 }
 
 #[tokio::test]

@@ -230,7 +230,7 @@ impl<'de> Deserialize<'de> for CreateKeyRequest {
         #[serde(deny_unknown_fields)]
         struct Fields {
             name: Option<String>,
-            #[serde(default, with = "time::serde::rfc3339::option")]
+            #[serde(default, deserialize_with = "crate::http::extract::utc_time")]
             expires_at: Option<OffsetDateTime>,
         }
         let f: Fields = crate::http::extract::from_object(d)?;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use hearth_core::validate::{self, CreateJob, FieldError, Invalid};
 use hearth_store::job::{Inserted, NewJob};
 use serde::{Deserialize, Serialize};
@@ -81,9 +81,17 @@ async fn create_jobs(
     State(state): State<AppState>,
     tenant: Tenant,
     Query(params): Query<WaitParams>,
+    headers: HeaderMap,
     Json(req): Json<BatchRequest>,
 ) -> ApiResult<(StatusCode, Json<BatchResponse>)> {
     let wait = wait_duration(&state, params.wait)?;
+    // Taken over from `POST /v1/jobs`, the header would make nothing
+    // idempotent here: a retry would submit every job again.
+    if headers.contains_key("idempotency-key") {
+        return Err(ApiError::InvalidRequest(
+            "a batch takes no Idempotency-Key header: give each item its `idempotency_key`".into(),
+        ));
+    }
     let n = req.jobs.len();
     if n == 0 || n > MAX_BATCH {
         return Err(ApiError::Validation(vec![FieldError {

@@ -38,3 +38,23 @@ where
     let object = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
     T::deserialize(serde_json::Value::Object(object)).map_err(serde::de::Error::custom)
 }
+
+/// An optional RFC 3339 time (`#[serde(default, deserialize_with =
+/// "utc_time")]`), taken to UTC as it is read. A time whose offset moves it
+/// past what `time` holds (year 9999 at `-23:59` is year 10000 in UTC) is
+/// refused here, as bad input, instead of panicking where the database
+/// driver takes it to UTC.
+pub fn utc_time<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<time::OffsetDateTime>, D::Error> {
+    let Some(t) = time::serde::rfc3339::option::deserialize(d)? else {
+        return Ok(None);
+    };
+    t.checked_to_offset(time::UtcOffset::UTC)
+        .map(Some)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{t} is out of range: in UTC it must fall within the years -9999..=9999"
+            ))
+        })
+}

@@ -280,8 +280,14 @@ async fn create_job(
     Json(req): Json<CreateJob>,
 ) -> ApiResult<(StatusCode, Json<JobResponse>)> {
     let wait = wait_duration(&state, params.wait)?;
-    let idempotency_key = match headers.get("idempotency-key") {
+    let mut keys = headers.get_all("idempotency-key").iter();
+    let idempotency_key = match keys.next() {
         None => None,
+        Some(_) if keys.next().is_some() => {
+            return Err(ApiError::InvalidRequest(
+                "Idempotency-Key must be given once".into(),
+            ));
+        }
         Some(v) => Some(
             v.to_str()
                 .ok()
@@ -439,11 +445,11 @@ pub struct ListParams {
     #[param(pattern = r"^[0-9a-fA-F-]{1,36}$")]
     pub id_prefix: Option<String>,
     /// Only jobs accepted at or after this time (RFC 3339).
-    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[serde(default, deserialize_with = "crate::http::extract::utc_time")]
     #[param(value_type = Option<String>, format = DateTime)]
     pub created_after: Option<OffsetDateTime>,
     /// Only jobs accepted before this time (RFC 3339).
-    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[serde(default, deserialize_with = "crate::http::extract::utc_time")]
     #[param(value_type = Option<String>, format = DateTime)]
     pub created_before: Option<OffsetDateTime>,
 }
@@ -587,6 +593,11 @@ async fn cancel_job(
             // The kill is quick; answer with the final job when it lands.
             let row =
                 wait_for(&state, tenant.tenant_id, row.job_id, Duration::from_secs(5)).await?;
+            // The job may have ended on its own first: then nothing was
+            // cancelled.
+            if is_final(&row) && row.state != hearth_core::State::Cancelled {
+                return Err(ApiError::JobFinished);
+            }
             Ok(respond(&row))
         }
     }
