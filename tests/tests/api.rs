@@ -916,3 +916,26 @@ async fn times_beyond_range_and_repeated_headers_are_refused() {
         "nothing was accepted"
     );
 }
+
+/// An error quotes at most a kilobyte of what it refuses: a path, a value
+/// and a field name as long as the request allows come back cut.
+#[tokio::test]
+async fn errors_quote_at_most_a_kilobyte_of_the_input() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("long").await;
+    let long = "z".repeat(5000);
+    let (status, err) = app.get(&t.key, &format!("/v1/jobs/{long}")).await;
+    assert_eq!(status, 400, "{err}");
+    let (status, err2) = app.get(&t.key, &format!("/v1/{long}")).await;
+    assert_eq!(status, 404, "{err2}");
+    let mut job = python_job("l", "print(1)");
+    job["kind"] = json!(long);
+    job["env"] = json!({ long.clone(): "x" });
+    let (status, err3) = app.submit(&t.key, &job, None).await;
+    assert!((400..500).contains(&status), "{status}");
+    for e in [&err, &err2, &err3] {
+        assert!(e.to_string().len() < 4096, "{e}");
+        assert!(e["message"].as_str().unwrap().len() <= 1024 + 3, "{e}");
+        assert!(e.to_string().contains("zzzz"), "it still quotes: {e}");
+    }
+}

@@ -142,16 +142,40 @@ impl IntoResponse for ApiError {
             tracing::error!(error = ?e, "request failed");
         }
         let details = match &self {
-            ApiError::Validation(d) => d.clone(),
+            ApiError::Validation(d) => d
+                .iter()
+                .map(|d| FieldError {
+                    field: clip(d.field.clone()),
+                    message: clip(d.message.clone()),
+                })
+                .collect(),
             _ => Vec::new(),
         };
         let body = ErrorBody {
             code: self.code(),
-            message: self.to_string(),
+            message: clip(self.to_string()),
             details,
         };
         (status, Json(body)).into_response()
     }
+}
+
+/// The most of an error's message (or field) an answer carries: messages
+/// quote the input they refuse (a path, a value, a name), and a request's
+/// mistake should not come back at its own length.
+const MAX_MESSAGE: usize = 1024;
+
+/// `s`, cut to [`MAX_MESSAGE`] bytes (between characters) and marked cut.
+fn clip(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('\u{2026}');
+    }
+    s
 }
 
 impl From<hearth_store::Error> for ApiError {
