@@ -939,3 +939,38 @@ async fn errors_quote_at_most_a_kilobyte_of_the_input() {
         assert!(e.to_string().contains("zzzz"), "it still quotes: {e}");
     }
 }
+
+/// A body in a content coding is refused, not read as if it were plain
+/// JSON (whether or not it would parse so), and nothing is accepted.
+#[tokio::test]
+async fn a_body_in_a_content_coding_is_refused() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("coded").await;
+    for coding in ["gzip", "br", "identity, gzip"] {
+        let r = app
+            .http
+            .post(app.url("/v1/jobs"))
+            .bearer_auth(&t.key)
+            .header("content-encoding", coding)
+            .json(&python_job("c", "print(1)"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 415, "{coding}");
+        let err: Value = r.json().await.unwrap();
+        assert_eq!(err["code"], "unsupported_media_type", "{err}");
+    }
+    let (_, list) = app.get(&t.key, "/v1/jobs").await;
+    assert_eq!(list["jobs"].as_array().unwrap().len(), 0);
+    // Identity is no coding.
+    let r = app
+        .http
+        .post(app.url("/v1/jobs"))
+        .bearer_auth(&t.key)
+        .header("content-encoding", "Identity")
+        .json(&python_job("c", "print(1)"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+}

@@ -12,7 +12,7 @@
 //! | `idempotency_conflict` | 409 | `Idempotency-Key` reused with another body |
 //! | `job_finished` | 409 | the job already reached a final state |
 //! | `payload_too_large` | 413 | the body exceeds the configured limit |
-//! | `unsupported_media_type` | 415 | the body is not `application/json` |
+//! | `unsupported_media_type` | 415 | the body is not `application/json`, or is in a content coding |
 //! | `validation_failed` | 422 | fields failed validation (`details` lists them) |
 //! | `unknown_profile` | 422 | the job names a profile this service does not have |
 //! | `unknown_bundle` | 422 | the job names a bundle this tenant did not upload |

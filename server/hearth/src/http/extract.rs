@@ -5,10 +5,31 @@ use axum::extract::{FromRequest, FromRequestParts};
 
 use crate::error::ApiError;
 
-/// JSON body.
-#[derive(Debug, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// JSON body, as sent: a body in a content coding (`Content-Encoding: gzip`)
+/// is refused (415), not read as if it were plain JSON.
+#[derive(Debug)]
 pub struct Json<T>(pub T);
+
+impl<T, S> FromRequest<S> for Json<T>
+where
+    axum::Json<T>: FromRequest<S, Rejection = axum::extract::rejection::JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        if let Some(coding) = req.headers().get(axum::http::header::CONTENT_ENCODING)
+            && !coding.as_bytes().eq_ignore_ascii_case(b"identity")
+        {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body must not be in a content coding (`Content-Encoding`): send plain JSON"
+                    .into(),
+            ));
+        }
+        let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
+        Ok(Json(value))
+    }
+}
 
 /// Query string.
 #[derive(Debug, FromRequestParts)]
