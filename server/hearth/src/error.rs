@@ -168,11 +168,7 @@ const MAX_MESSAGE: usize = 1024;
 /// `s`, cut to [`MAX_MESSAGE`] bytes (between characters) and marked cut.
 fn clip(mut s: String) -> String {
     if s.len() > MAX_MESSAGE {
-        let mut end = MAX_MESSAGE;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
+        s.truncate(s.floor_char_boundary(MAX_MESSAGE));
         s.push('\u{2026}');
     }
     s

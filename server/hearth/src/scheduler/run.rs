@@ -143,11 +143,7 @@ impl Log {
             if buf.len() + line.len() + 1 > max {
                 // What fits of the line that overflows: a first line longer
                 // than the head still shows its start.
-                let mut end = max.saturating_sub(buf.len()).min(line.len());
-                while !line.is_char_boundary(end) {
-                    end -= 1;
-                }
-                buf.push_str(&line[..end]);
+                buf.push_str(&line[..line.floor_char_boundary(max.saturating_sub(buf.len()))]);
                 *cut = true;
             } else {
                 buf.push_str(line);
