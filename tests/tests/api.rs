@@ -799,6 +799,43 @@ async fn a_test_drops_its_database_even_when_it_panics() {
     assert!(!database_exists(&name).await, "{name} left behind");
 }
 
+/// A job's input and output nest at most 64 levels: deeper input is
+/// refused with 422, deeper output fails the job with `invalid_output`, once
+/// (before, output 127 levels deep broke the agent's message that carries
+/// it: the job failed as `pod_lost` after running twice).
+#[tokio::test]
+async fn input_and_output_nest_at_most_64_levels() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("deep").await;
+    let nested = |n: usize| -> Value {
+        serde_json::from_str(&format!("{}{}", "[".repeat(n), "]".repeat(n))).unwrap()
+    };
+    let echo = "import json, os\njson.dump(json.load(open(os.environ['HEARTH_INPUT'])), open(os.environ['HEARTH_OUTPUT'], 'w'))\n";
+    let mut job = python_job("deep", echo);
+    job["input"] = nested(65);
+    let (s, v) = app.submit(&t.key, &job, Some(60.0)).await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["details"][0]["field"], "input", "{v}");
+
+    job["input"] = nested(64);
+    let (s, v) = app.submit(&t.key, &job, Some(60.0)).await;
+    assert_eq!((s, &v["state"]), (200, &json!("succeeded")), "{v}");
+    assert_eq!(v["output"], nested(64));
+
+    for depth in [65, 127] {
+        let code = format!(
+            "import os\nopen(os.environ['HEARTH_OUTPUT'], 'w').write('[' * {depth} + ']' * {depth})\n"
+        );
+        let (s, v) = app
+            .submit(&t.key, &python_job("deep", &code), Some(60.0))
+            .await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["state"], "failed", "{v}");
+        assert_eq!(v["error"]["code"], "invalid_output", "{v}");
+        assert_eq!(v["attempts"], 1, "{v}");
+    }
+}
+
 /// Numbers at the ends of what a JSON double holds, in a job's input and in
 /// its output, are read back as they were written. Postgres gives back a
 /// jsonb number such as 1.7976931348623157e308 as its 309 digits; before

@@ -3,7 +3,7 @@
 //! live accounting, tenant isolation and `hearth control calibrate`.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hearth_control::policy::Regs;
 use hearth_control::{EXAMPLE_POLICY, Outcome, Program, Task, cpu};
@@ -643,6 +643,45 @@ async fn sessions_are_snapshotted_on_a_cadence() {
     let app = spawn_app_with(c).await;
     assert_eq!(session_state(&app, &t.key, &policy, "tick").await, want);
     run_events(&app, &t.key, &policy, "tick", 3, &mut reference).await;
+}
+
+/// A tenant deleted while its sessions wait for their snapshot takes its
+/// policies with it: their sessions are dropped from the write, and fail no
+/// other tenant's (before, the snapshot failed on the missing policy and
+/// was kept for every later commit, so no `commit` event was answered again).
+#[tokio::test]
+async fn a_deleted_tenant_s_sessions_fail_no_one_else() {
+    let mut c = control_config(4);
+    c.control_snapshot_s = 1.0;
+    let app = spawn_app_with(c.clone()).await;
+    let gone = app.create_tenant("ctl-gone").await;
+    let mut body = example();
+    body["durability"] = "snapshot".into();
+    let (s, p) = register(&app, &gone.key, &body).await;
+    assert_eq!(s, 201, "{p}");
+    let policy = p["policy_id"].as_str().unwrap().to_owned();
+    run_events(&app, &gone.key, &policy, "left", 3, &mut Reference::new()).await;
+    let deleted = app
+        .http
+        .delete(app.url(&format!("/v1/admin/tenants/{}", gone.tenant_id)))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    // The next snapshot comes and goes.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let stays = app.create_tenant("ctl-stays").await;
+    let policy = register_example(&app, &stays.key).await;
+    run_events(&app, &stays.key, &policy, "on", 3, &mut Reference::new()).await;
+    let db = sqlx::PgPool::connect(&c.database_url).await.unwrap();
+    let stored: Vec<String> = sqlx::query_scalar("select session from control_session")
+        .fetch_all(&db)
+        .await
+        .unwrap();
+    assert_eq!(stored, ["on"]);
+    db.close().await;
 }
 
 #[tokio::test]

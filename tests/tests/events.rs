@@ -343,6 +343,36 @@ async fn output_events_stay_within_the_log_limit() {
     assert_eq!(lines, logged, "the stream shows what the logs keep");
 }
 
+/// Empty lines are events too: a stream carries at most the first 10,000
+/// lines of each of a job's streams, while its logs keep every line within
+/// their byte limit.
+#[tokio::test]
+async fn output_events_stop_at_ten_thousand_lines_a_stream() {
+    let app = spawn_app().await;
+    let t = app.create_tenant("blank").await;
+    let script = "head -c 25000 /dev/zero | tr '\\0' '\\n'\necho last >&2\n";
+    let (s, v) = app
+        .submit(&t.key, &sh_job("blank", script), Some(60.0))
+        .await;
+    assert_eq!((s, &v["state"]), (200, &json!("succeeded")), "{v}");
+    let id = v["id"].as_str().unwrap();
+    let events = all_events(&app, &t.key, id).await;
+    assert_ids_increase(&events);
+    let stdout = events
+        .iter()
+        .filter(|e| e.event == "output" && e.data["stream"] == "stdout")
+        .count();
+    assert_eq!(stdout, 10_000);
+    assert!(
+        events
+            .iter()
+            .any(|e| e.data["stream"] == "stderr" && e.data["line"] == "last"),
+        "the other stream goes on"
+    );
+    let (_, logs) = app.get(&t.key, &format!("/v1/jobs/{id}/logs")).await;
+    assert_eq!(logs["stdout"].as_str().unwrap().len(), 25_000);
+}
+
 /// The agent's pid of the runtime pod `pod_id`, from its directory's
 /// `agent.pid` under the state directory.
 fn agent_pid(state: &std::path::Path, pod_id: &str) -> u32 {

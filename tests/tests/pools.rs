@@ -62,6 +62,56 @@ async fn a_pool_opens_with_the_standby_its_opening_burst_needs() {
     }
 }
 
+/// A job that changes its pod's directories themselves (mode 000, a default
+/// ACL that every file made there inherits, an extended attribute) leaves
+/// the next tenant given the pod nothing of it: the wipe resets them.
+#[tokio::test]
+async fn a_wipe_resets_what_a_job_did_to_the_pod_s_directories() {
+    let mut config = config();
+    config.pool_policy = "always-on:1".parse().unwrap();
+    let app = spawn_app_with(config).await;
+    let a = app.create_tenant("taint-a").await;
+    let b = app.create_tenant("taint-b").await;
+    let taint = r#"
+import os, struct
+def acl(*entries):
+    return struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, 0, 0xffffffff) for t in entries)
+report = []
+for d in ['/work', '/hearth']:
+    for name, value in [('system.posix_acl_default', acl(1, 4, 0x20)), ('user.left', b'x')]:
+        try:
+            os.setxattr(d, name, value)
+            report.append(name)
+        except OSError as e:
+            report.append(f'{name}: {e}')
+    os.chmod(d, 0)
+print(report)
+"#;
+    let (s, first) = app
+        .submit(&a.key, &python_job("taint", taint), Some(60.0))
+        .await;
+    assert_eq!((s, &first["state"]), (200, &json!("succeeded")), "{first}");
+    let pod = first["pods"][0].as_str().unwrap().to_owned();
+
+    let look = r#"
+import os, stat
+print([oct(stat.S_IMODE(os.stat(d).st_mode)) for d in ['/work', '/hearth']],
+      [os.listxattr(d) for d in ['/work', '/hearth']], open('main.py').read()[:6])
+"#;
+    for caller in ["stranger-1", "stranger-2"] {
+        let (s, other) = app
+            .submit(&b.key, &python_job(caller, look), Some(60.0))
+            .await;
+        assert_eq!(s, 200, "{other}");
+        assert_eq!(other["pods"][0], pod.as_str(), "{other}");
+        assert_eq!(other["state"], "succeeded", "{other}");
+        assert_eq!(
+            other["stdout"], "['0o755', '0o755'] [[], []] \nimpor\n",
+            "{other}"
+        );
+    }
+}
+
 /// A pod reset for another caller (`Decision::Reset`) is wiped before it
 /// serves them: what its last caller left in its work directory is gone.
 #[tokio::test]
@@ -395,6 +445,10 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
             json!({"floor_gpus": -1, "ceiling_gpus": 1}),
             "validation_failed",
         ),
+        (
+            json!({"floor_gpus": 0, "ceiling_gpus": 536_870_911.875}),
+            "validation_failed",
+        ),
     ] {
         let (s, v) = app.put(ADMIN_TOKEN, &format!("{path}/gpu-one"), &bad).await;
         assert_eq!((s, v["code"].as_str()), (422, Some(code)), "{bad}: {v}");
@@ -409,15 +463,18 @@ async fn tenant_budgets_are_set_by_the_admin_and_bound_warm_gpus() {
     let (s, v) = app.get(ADMIN_TOKEN, &path).await;
     assert_eq!((s, v), (200, json!([])));
 
-    // A ceiling of zero: the tenant's warm pod is released at once.
+    // A ceiling of zero: the tenant's warm pod is released at once. A value
+    // within rounding of a multiple of 1/8 GPU is stored as that multiple.
+    let within_rounding = json!({"floor_gpus": -0.0, "ceiling_gpus": 1e-300});
     let (s, v) = app
-        .put(ADMIN_TOKEN, &format!("{path}/gpu-one"), &body)
+        .put(ADMIN_TOKEN, &format!("{path}/gpu-one"), &within_rounding)
         .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(
         (v["profile"].as_str(), v["ceiling_gpus"].as_f64()),
         (Some("gpu-one"), Some(0.0))
     );
+    assert_eq!(v["floor_gpus"].to_string(), "0.0", "{v}");
     let (s, v) = app.get(ADMIN_TOKEN, &path).await;
     assert_eq!(s, 200);
     assert_eq!(v.as_array().unwrap().len(), 1);

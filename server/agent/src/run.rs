@@ -379,27 +379,36 @@ pub struct DiskQuota {
     pub bytes: u64,
 }
 
+/// What the disk quota counts for an entry at the least: one block.
+const ENTRY_BYTES: u64 = 4096;
 /// How often a running job's disk use is measured.
 const DISK_CHECK: Duration = Duration::from_millis(250);
 /// How often a job in a resident sandbox is looked at without a word from it.
 const RESIDENT_LOOK: Duration = Duration::from_secs(1);
 
 impl DiskQuota {
-    /// Whether the directories hold more than the quota (allocated blocks,
-    /// so sparse files count for what they use; links are not followed).
+    /// Whether the directories hold more than the quota: allocated blocks,
+    /// so sparse files count for what they use, and at least one block per
+    /// entry, so that a job cannot fill the file system's inodes with empty
+    /// files or links (links are not followed). A directory that cannot be
+    /// read (other than one deleted meanwhile) counts as over the quota: a
+    /// job must not hide what it wrote, say below a path too long to open.
     pub fn exceeded(&self) -> bool {
         use std::os::unix::fs::MetadataExt as _;
         let mut used: u64 = 0;
         let mut stack: Vec<PathBuf> = self.dirs.clone();
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(_) => return true,
             };
             for entry in entries.flatten() {
                 let Ok(meta) = entry.metadata() else {
                     continue;
                 };
-                used = used.saturating_add(meta.blocks().saturating_mul(512));
+                let size = meta.blocks().saturating_mul(512).max(ENTRY_BYTES);
+                used = used.saturating_add(size);
                 if used > self.bytes {
                     return true;
                 }
@@ -666,7 +675,11 @@ pub fn read_output(path: &Path) -> (Option<serde_json::Value>, Option<String>) {
         return (None, Some(format!("cannot read output: {e}")));
     }
     match serde_json::from_slice(&text) {
-        Ok(value) => (Some(value), None),
+        // Deeper output would not fit in the frame that carries it.
+        Ok(value) => match hearth_core::validate::json_refused(&value) {
+            None => (Some(value), None),
+            Some(why) => (None, Some(format!("output {why}"))),
+        },
         Err(e) => (None, Some(format!("output is not valid JSON: {e}"))),
     }
 }

@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,6 +92,8 @@ pub const TOKEN_ENV: &str = "HEARTH_AGENT_TOKEN";
 /// (timeout, cancel, processes left behind), since building one takes longer
 /// than a short job.
 const PREPARED: usize = 2;
+/// The mode of the pod's job directories (owned by the job's user).
+const JOB_DIR_MODE: u32 = 0o755;
 
 impl Agent {
     pub fn new(args: &Args) -> io::Result<Self> {
@@ -256,11 +259,17 @@ impl Agent {
         Ok(())
     }
 
-    /// Deletes everything in the pod's job directories (jobs must not be
+    /// Deletes everything in the pod's job directories, and resets the
+    /// directories' modes and extended attributes (jobs must not be
     /// running: the caller holds the run lock, or is the run).
     pub fn empty_job_dirs(&self) -> io::Result<()> {
         for dir in self.layout.job_dirs() {
             std::fs::create_dir_all(dir)?;
+            // A job may have changed the directory itself, which outlives
+            // it: its mode, or a default ACL that every file the agent makes
+            // for the next job inherits. It goes back to what the agent made.
+            crate::sys::remove_xattrs(dir)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(JOB_DIR_MODE))?;
             self.sandbox.give(dir)?;
             for entry in std::fs::read_dir(dir)? {
                 let path = entry?.path();

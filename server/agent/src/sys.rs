@@ -113,6 +113,45 @@ pub fn kill(pid: u32) -> io::Result<()> {
     }
 }
 
+/// Removes every extended attribute of `path` (not following a link) that
+/// a process could have set on it: POSIX ACLs (`system.posix_acl_*`) and
+/// the `user.` and `trusted.` namespaces. `security.` labels are the
+/// system's, and stay.
+pub fn remove_xattrs(path: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    let mut names = vec![0u8; 4096];
+    let len = loop {
+        // SAFETY: `c_path` is NUL-terminated and `names` is writable for the
+        // length passed; the kernel writes at most that many bytes.
+        let n =
+            unsafe { libc::llistxattr(c_path.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+        if n >= 0 {
+            break n as usize;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ERANGE) if names.len() < 1 << 20 => names.resize(names.len() * 4, 0),
+            Some(libc::ENOTSUP) => return Ok(()),
+            _ => return Err(e),
+        }
+    };
+    for name in names[..len].split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        if name.starts_with(b"security.") {
+            continue;
+        }
+        let c_name = std::ffi::CString::new(name).map_err(io::Error::other)?;
+        // SAFETY: both strings are NUL-terminated and live across the call.
+        if unsafe { libc::lremovexattr(c_path.as_ptr(), c_name.as_ptr()) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ENODATA) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

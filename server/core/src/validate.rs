@@ -1,7 +1,7 @@
 //! Validation of job submissions: every field is checked against explicit
 //! limits before anything is stored, so bad input changes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -190,9 +190,28 @@ pub fn check_path(path: &str, max_len: usize) -> Result<(), &'static str> {
         if part.is_empty() || part == "." || part == ".." {
             return Err("path components may not be empty, `.` or `..`");
         }
+        if part.len() > NAME_MAX {
+            return Err("path components must be at most 255 bytes (UTF-8)");
+        }
     }
     Ok(())
 }
+
+/// The longest file name a file system takes, in bytes.
+const NAME_MAX: usize = 255;
+
+/// The paths of `files` that another of its paths needs as a directory:
+/// `a` beside `a/b` (a path cannot be both a file and a directory).
+pub fn files_in_the_way(files: &BTreeMap<String, String>) -> BTreeSet<&str> {
+    files
+        .keys()
+        .flat_map(|path| path.match_indices('/').map(|(i, _)| &path[..i]))
+        .filter(|dir| files.contains_key(*dir))
+        .collect()
+}
+
+/// The message for a path [`files_in_the_way`] finds.
+pub const FILE_IN_THE_WAY: &str = "is a file and also a directory of other files";
 
 /// A pip requirement: a package name with optional extras and version
 /// specifiers. Anything that pip could read as an option is refused.
@@ -215,6 +234,44 @@ pub fn has_nul(value: &serde_json::Value) -> bool {
         Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
         Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
+}
+
+/// How deep a job's input and output may nest (arrays and objects within
+/// one another). Each travels inside a few levels of the service's own
+/// messages, which a JSON reader takes to 128 levels in all.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// The depth of `value`: 0 for a scalar, 1 for an array or object of
+/// scalars, and so on.
+pub fn json_depth(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    let mut deepest = 0;
+    // Each value with the number of arrays and objects around it.
+    let mut stack = vec![(value, 0)];
+    while let Some((v, around)) = stack.pop() {
+        match v {
+            Value::Array(items) => {
+                deepest = deepest.max(around + 1);
+                stack.extend(items.iter().map(|i| (i, around + 1)));
+            }
+            Value::Object(map) => {
+                deepest = deepest.max(around + 1);
+                stack.extend(map.values().map(|i| (i, around + 1)));
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    deepest
+}
+
+/// Why a job's input or output cannot be taken as it is, if it cannot.
+pub fn json_refused(value: &serde_json::Value) -> Option<String> {
+    if has_nul(value) {
+        return Some("strings may not contain NUL (\\u0000)".to_owned());
+    }
+    let depth = json_depth(value);
+    (depth > MAX_JSON_DEPTH)
+        .then(|| format!("nests {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed"))
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -282,6 +339,9 @@ pub fn job<'p>(
                     e.push(format!("code.files.{path}"), "content may not contain NUL");
                 }
             }
+            for path in files_in_the_way(files) {
+                e.push(format!("code.files.{path}"), FILE_IN_THE_WAY);
+            }
             if total > limits.max_code_bytes {
                 e.push(
                     "code.files",
@@ -345,8 +405,8 @@ pub fn job<'p>(
     if input_len > limits.max_input_bytes {
         e.push("input", format!("at most {} bytes", limits.max_input_bytes));
     }
-    if has_nul(&input) {
-        e.push("input", "strings may not contain NUL (\\u0000)");
+    if let Some(why) = json_refused(&input) {
+        e.push("input", why);
     }
 
     let timeout_s = req.timeout_s.unwrap_or(limits.default_timeout_s);
@@ -510,5 +570,41 @@ mod tests {
         for bad in ["", "/etc/passwd", "a/../b", "a//b", "./a", "a\\b"] {
             assert!(check_path(bad, 255).is_err(), "{bad}");
         }
+        // A name of 255 bytes is a file name; one of 64 four-byte
+        // characters (256 bytes) is not, though it is short in characters.
+        assert!(check_path(&format!("d/{}", "a".repeat(255)), 300).is_ok());
+        assert!(check_path(&format!("d/{}", "\u{1F600}".repeat(64)), 300).is_err());
+    }
+
+    #[test]
+    fn depth_counts_nesting() {
+        use serde_json::json;
+        for (v, d) in [
+            (json!(1), 0),
+            (json!([]), 1),
+            (json!({}), 1),
+            (json!([1, [2, {"a": [[]]}]]), 5),
+            (json!({"a": 1, "b": {"c": [null]}}), 3),
+        ] {
+            assert_eq!(json_depth(&v), d, "{v}");
+        }
+        let deep = |n: usize| -> serde_json::Value {
+            serde_json::from_str(&format!("{}{}", "[".repeat(n), "]".repeat(n))).unwrap()
+        };
+        assert_eq!(json_refused(&deep(MAX_JSON_DEPTH)), None);
+        assert!(json_refused(&deep(MAX_JSON_DEPTH + 1)).is_some());
+        assert!(json_refused(&json!({"a": "x\u{0}"})).is_some());
+    }
+
+    #[test]
+    fn a_file_cannot_be_a_directory_too() {
+        let files: BTreeMap<String, String> = ["a", "a-b", "a/b", "a/b/c", "ab/c", "x/y"]
+            .into_iter()
+            .map(|p| (p.to_owned(), String::new()))
+            .collect();
+        assert_eq!(
+            files_in_the_way(&files).into_iter().collect::<Vec<_>>(),
+            ["a", "a/b"]
+        );
     }
 }

@@ -131,6 +131,8 @@ pub struct SessionRow {
 }
 
 /// Writes session snapshots (insert or overwrite), all in one statement.
+/// Those of policies no longer stored (their tenant was deleted meanwhile)
+/// are dropped, so that they fail no one else's.
 #[tracing::instrument(skip_all, fields(sessions = rows.len()))]
 pub async fn put_sessions(db: impl PgExecutor<'_>, rows: &[SessionRow]) -> Result<()> {
     if rows.is_empty() {
@@ -143,7 +145,10 @@ pub async fn put_sessions(db: impl PgExecutor<'_>, rows: &[SessionRow]) -> Resul
     let states: Vec<serde_json::Value> = rows.iter().map(|r| r.state.clone()).collect();
     sqlx::query!(
         "insert into control_session (tenant_id, policy_id, session, route, state)
-         select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::jsonb[])
+         select s.* from unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::jsonb[])
+             as s(tenant_id, policy_id, session, route, state)
+         where exists (select from control_policy p
+                       where p.tenant_id = s.tenant_id and p.policy_id = s.policy_id)
          on conflict on constraint control_session_pk do update
          set route = excluded.route, state = excluded.state, updated_at = now()",
         &tenants,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use hearth_core::{ErrorCode, Kind, Source, State};
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::{PgConnection, PgExecutor, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -309,16 +309,29 @@ pub async fn list(db: impl PgExecutor<'_>, tenant_id: Uuid, f: &Filter) -> Resul
 }
 
 /// Every job not yet finished, highest priority and oldest first: what a new
-/// scheduler leader rebuilds its queue from.
+/// scheduler leader rebuilds its queue from. A row the code cannot read does
+/// not hide the others: see [`Readable`].
 #[tracing::instrument(skip(db))]
-pub async fn unfinished(db: impl PgExecutor<'_>) -> Result<Vec<JobRow>> {
-    Ok(job_rows!(
+pub async fn unfinished(db: &PgPool) -> Result<Readable> {
+    let all = job_rows!(
         "select",
         "from job where unfinished
          order by priority desc, job_id"
     )
     .fetch_all(db)
-    .await?)
+    .await;
+    match all {
+        Ok(rows) => Ok(Readable::all(rows)),
+        Err(e) if is_unreadable(&e) => {
+            let ids = sqlx::query_scalar!(
+                "select job_id from job where unfinished order by priority desc, job_id"
+            )
+            .fetch_all(db)
+            .await?;
+            one_by_one(db, &ids, |_| true).await
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Queued jobs created after `after`. Not a way to find jobs other replicas
@@ -347,16 +360,72 @@ pub async fn queued_ids(db: impl PgExecutor<'_>) -> Result<Vec<Uuid>> {
 }
 
 /// Those of `ids` that are still queued, highest priority and oldest first.
+/// A row the code cannot read does not hide the others: see [`Readable`].
 #[tracing::instrument(skip_all, fields(jobs = ids.len()))]
-pub async fn queued_by_ids(db: impl PgExecutor<'_>, ids: &[Uuid]) -> Result<Vec<JobRow>> {
-    Ok(job_rows!(
+pub async fn queued_by_ids(db: &PgPool, ids: &[Uuid]) -> Result<Readable> {
+    let all = job_rows!(
         "select",
         "from job where job_id = any($1) and state = 'queued'
          order by priority desc, job_id",
         ids
     )
     .fetch_all(db)
-    .await?)
+    .await;
+    match all {
+        Ok(rows) => Ok(Readable::all(rows)),
+        Err(e) if is_unreadable(&e) => {
+            let mut readable = one_by_one(db, ids, |row| row.state == State::Queued).await?;
+            readable
+                .rows
+                .sort_by_key(|row| (std::cmp::Reverse(row.priority), row.job_id));
+            Ok(readable)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Unfinished jobs as read by a scan, where one row may not decode (a value
+/// the code cannot represent, a name a newer version wrote): reading them all
+/// at once fails on such a row, so the scan reads them again one at a time
+/// and reports the rows it cannot read apart from the others, which it
+/// returns in the scan's order. The rows it cannot read are left as they are.
+#[derive(Debug, Default)]
+pub struct Readable {
+    pub rows: Vec<JobRow>,
+    /// The jobs whose row does not decode, with why.
+    pub unreadable: Vec<(Uuid, sqlx::Error)>,
+}
+
+impl Readable {
+    fn all(rows: Vec<JobRow>) -> Readable {
+        Readable {
+            rows,
+            unreadable: Vec::new(),
+        }
+    }
+}
+
+/// Whether a query failed on a value it read rather than in the database.
+fn is_unreadable(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_))
+}
+
+/// The unfinished jobs among `ids`, read one at a time, in `ids`' order;
+/// those `keep` refuses are left out.
+async fn one_by_one(db: &PgPool, ids: &[Uuid], keep: impl Fn(&JobRow) -> bool) -> Result<Readable> {
+    let mut readable = Readable::default();
+    for &id in ids {
+        let one = job_rows!("select", "from job where job_id = $1 and unfinished", id)
+            .fetch_optional(db)
+            .await;
+        match one {
+            Ok(Some(row)) if keep(&row) => readable.rows.push(row),
+            Ok(_) => {}
+            Err(e) if is_unreadable(&e) => readable.unreadable.push((id, e)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(readable)
 }
 
 /// Jobs holding pods whose cancellation was requested (possibly through

@@ -467,11 +467,49 @@ async fn cancel_and_list(db: PgPool) {
     .unwrap();
     assert_eq!(cancelled.len(), 1);
     let unfinished = job::unfinished(&db).await.unwrap();
+    assert!(unfinished.unreadable.is_empty());
     assert_eq!(
-        unfinished.iter().map(|r| r.job_id).collect::<Vec<_>>(),
+        unfinished.rows.iter().map(|r| r.job_id).collect::<Vec<_>>(),
         [ids[1], ids[2]]
     );
     assert_eq!(job::queued_after(&db, ids[1]).await.unwrap().len(), 1);
+}
+
+/// A row the code cannot decode (here a number beyond a double's range,
+/// which only a hand-written row can hold) is reported apart, and the
+/// scans still return every other row, in their order.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_row_that_does_not_decode_hides_no_other(db: PgPool) {
+    let _guard = DropOnPanic(db.clone());
+    let t = tenant::create(&db, "acme").await.unwrap();
+    let ids = jobs_of(&db, t.tenant_id, &[false, true, false, false]).await;
+    sqlx::query("update job set spec = '{\"input\": 1e400}', priority = 5 where job_id = $1")
+        .bind(ids[2])
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("update job set priority = 1 where job_id = $1")
+        .bind(ids[3])
+        .execute(&db)
+        .await
+        .unwrap();
+
+    let read = job::unfinished(&db).await.unwrap();
+    let rows: Vec<Uuid> = read.rows.iter().map(|r| r.job_id).collect();
+    assert_eq!(rows, [ids[3], ids[0], ids[1]]);
+    let bad: Vec<Uuid> = read.unreadable.iter().map(|(id, _)| *id).collect();
+    assert_eq!(bad, [ids[2]]);
+
+    let queued = job::queued_by_ids(&db, &ids).await.unwrap();
+    let rows: Vec<Uuid> = queued.rows.iter().map(|r| r.job_id).collect();
+    assert_eq!(rows, [ids[3], ids[0]], "the assigned job is not queued");
+    let bad: Vec<Uuid> = queued.unreadable.iter().map(|(id, _)| *id).collect();
+    assert_eq!(bad, [ids[2]]);
+
+    // Nothing unreadable: one query, the same answer.
+    let queued = job::queued_by_ids(&db, &[ids[0], ids[3]]).await.unwrap();
+    assert!(queued.unreadable.is_empty());
+    assert_eq!(queued.rows.len(), 2);
 }
 
 /// A short job's start is written with its end, `started_ms_ago` before it

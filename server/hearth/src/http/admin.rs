@@ -87,24 +87,18 @@ async fn set_budget(
             }])
         }
     };
-    state
+    let (_, [floor_gpus, ceiling_gpus]) = state
         .scheduler
         .budget_bounds(&profile, req.floor_gpus, req.ceiling_gpus)
         .map_err(budget_error)?;
     hearth_store::tenant::get(&state.db, tenant_id)
         .await?
         .ok_or(ApiError::NotFound("tenant"))?;
-    let row = hearth_store::budget::put(
-        &state.db,
-        tenant_id,
-        &profile,
-        req.floor_gpus,
-        req.ceiling_gpus,
-    )
-    .await?;
+    let row =
+        hearth_store::budget::put(&state.db, tenant_id, &profile, floor_gpus, ceiling_gpus).await?;
     state
         .scheduler
-        .set_tenant_budget(tenant_id, &profile, req.floor_gpus, req.ceiling_gpus)
+        .set_tenant_budget(tenant_id, &profile, floor_gpus, ceiling_gpus)
         .map_err(budget_error)?;
     Ok(Json(row.into()))
 }

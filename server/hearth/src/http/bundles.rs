@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use hearth_core::validate::{FieldError, check_path};
+use hearth_core::validate::{FILE_IN_THE_WAY, FieldError, check_path, files_in_the_way};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -68,6 +68,12 @@ async fn create_bundle(
                 message: "content may not contain NUL".into(),
             });
         }
+    }
+    for path in files_in_the_way(&req.files) {
+        errors.push(FieldError {
+            field: format!("files.{path}"),
+            message: FILE_IN_THE_WAY.into(),
+        });
     }
     if size > limits.max_code_bytes {
         errors.push(FieldError {

@@ -48,7 +48,8 @@ impl Scheduler {
     pub(super) async fn take_over_pods(&self) -> Busy {
         let rows = loop {
             match hearth_store::job::unfinished(&self.inner.db).await {
-                Ok(rows) => break rows,
+                // Recovery reports the rows it cannot read.
+                Ok(read) => break read.rows,
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the jobs that hold pods failed; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;

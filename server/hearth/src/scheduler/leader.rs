@@ -325,7 +325,9 @@ impl Scheduler {
     /// attempts left, else failed with `pod_lost`.
     async fn recover(&self, busy: &mut adopt::Busy) -> Result<(), hearth_store::Error> {
         let db = &self.inner.db;
-        for row in hearth_store::job::unfinished(db).await? {
+        let read = hearth_store::job::unfinished(db).await?;
+        self.set_aside(read.unreadable);
+        for row in read.rows {
             if let Some(held) = busy.remove(&row.job_id) {
                 self.resume(held);
                 continue;
@@ -399,18 +401,19 @@ impl Scheduler {
             let st = self.state();
             queued
                 .into_iter()
-                .filter(|id| !st.jobs.contains_key(id))
+                .filter(|id| !st.jobs.contains_key(id) && !st.unreadable.contains(id))
                 .collect()
         };
         if missing.is_empty() {
             return Ok(0);
         }
-        let rows = hearth_store::job::queued_by_ids(db, &missing).await?;
+        let read = hearth_store::job::queued_by_ids(db, &missing).await?;
+        self.set_aside(read.unreadable);
         let mut actions = Vec::new();
         let mut picked = 0;
         {
             let mut st = self.state();
-            for row in &rows {
+            for row in &read.rows {
                 let ended = st
                     .scanning
                     .as_ref()
@@ -424,13 +427,27 @@ impl Scheduler {
                         self.enqueue(&mut st, job, &mut actions);
                     }
                     Err(e) => {
-                        tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable");
+                        if st.unreadable.insert(row.job_id) {
+                            tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable: the job is left queued, and not scheduled");
+                        }
                     }
                 }
             }
         }
         self.perform(actions);
         Ok(picked)
+    }
+
+    /// Jobs whose rows the store cannot read are left where they are, out
+    /// of this leader's scans, each reported once; the others are scheduled
+    /// as ever.
+    fn set_aside(&self, unreadable: Vec<(Uuid, sqlx::Error)>) {
+        let mut st = self.state();
+        for (job_id, e) in unreadable {
+            if st.unreadable.insert(job_id) {
+                tracing::error!(%job_id, error = %e, "job row unreadable: the job is left as it is, and not scheduled");
+            }
+        }
     }
 
     // ---- shutting down ----------------------------------------------------------

@@ -263,6 +263,9 @@ struct State {
     /// While a pickup scan runs: the jobs that ended meanwhile, which the
     /// scan may have seen queued but must not queue again.
     scanning: Option<HashSet<Uuid>>,
+    /// Queued jobs whose stored rows or specs this leader cannot read: left
+    /// in the store as they are, and out of its scans.
+    unreadable: HashSet<Uuid>,
     /// Idle pods a new leader adopted, handed to the pool being told of
     /// them ([`Decision::Adopted`]), in order.
     adopting: VecDeque<Pod>,

@@ -11,7 +11,7 @@
 //! inside it, `job.finish`; see [`crate::telemetry`]), and the job's
 //! processes get the run span's context as `TRACEPARENT`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -81,6 +81,12 @@ const START_LINGER: Duration = Duration::from_millis(20);
 
 /// Grace the agent gets past a job's timeout before the scheduler gives up on it.
 const AGENT_GRACE: Duration = Duration::from_secs(15);
+/// Lines of each rank's stdout (and, apart, stderr) a job's event stream
+/// carries at most; its logs keep the rest within their byte limit. Every
+/// line is a stored event, however short: without a bound, a job printing
+/// empty lines would write a million events per MiB of output, and every
+/// tenant's events would wait behind them.
+pub(super) const MAX_LINE_EVENTS: usize = 10_000;
 
 /// How a job's time on its pods ended.
 pub(super) enum Ending {
@@ -632,6 +638,8 @@ impl Scheduler {
         let head_max = settings.job_output_bytes;
         let full_max = settings.max_log_bytes as usize;
         let (mut out, mut err) = (Log::default(), Log::default());
+        // Lines kept per rank and stream, to bound the event stream.
+        let mut kept_lines: HashMap<(u32, Stream), usize> = HashMap::new();
         let (mut truncated_out, mut truncated_err) = (false, false);
         let mut bound = 0u32;
         let mut bind_ms = 0f64;
@@ -718,7 +726,9 @@ impl Scheduler {
                                 .filter(|n| **n > 0)
                                 .map(|n| *n -= 1)
                                 .is_some();
-                            if kept && !shown {
+                            let counted = kept_lines.entry((rank, stream)).or_default();
+                            *counted += usize::from(kept);
+                            if kept && !shown && *counted <= MAX_LINE_EVENTS {
                                 let line = storable(&line).into_owned();
                                 self.inner.hub.line(self.epoch(), job.job_id, job.tenant_id, stream, rank, line);
                             }
@@ -848,20 +858,17 @@ impl Scheduler {
             ..
         }) = &exits[0]
         {
-            let nul = output.as_ref().is_some_and(hearth_core::validate::has_nul);
-            let output_error = match output_error {
-                Some(e) => Some(e.clone()),
-                None if nul => Some("strings may not contain NUL (\\u0000)".to_owned()),
-                None => None,
-            };
-            if !nul {
+            let refused = output
+                .as_ref()
+                .and_then(hearth_core::validate::json_refused);
+            let output_error = output_error.clone().or_else(|| refused.clone());
+            if refused.is_none() {
                 finish.output.clone_from(output);
             }
             if let (State::Succeeded, Some(e)) = (state, output_error) {
                 state = State::Failed;
                 finish.error_code = Some(ErrorCode::InvalidOutput);
-                finish.error_message =
-                    Some(format!("${} is not valid JSON: {e}", agent::OUTPUT_ENV));
+                finish.error_message = Some(format!("${}: {e}", agent::OUTPUT_ENV));
             }
         }
         match state {

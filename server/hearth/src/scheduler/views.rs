@@ -30,6 +30,8 @@ pub struct PoolView {
 
 /// How far back the leader keeps the GPUs each pool held.
 const HISTORY: Duration = Duration::from_secs(3600);
+/// The most GPUs a tenant budget may name (the API's schema says so too).
+const MAX_BUDGET_GPUS: f64 = 536_870_911.0;
 
 /// The GPUs a pool held at one moment, by what held them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,13 +191,15 @@ impl Scheduler {
             .collect()
     }
 
-    /// Checks a tenant budget against `profile`'s pool, in shares.
+    /// Checks a tenant budget against `profile`'s pool: in shares, and in
+    /// GPUs as they are stored (whole shares: a value within rounding of one
+    /// is taken as that one).
     pub fn budget_bounds(
         &self,
         profile: &str,
         floor_gpus: f64,
         ceiling_gpus: f64,
-    ) -> Result<Bounds, BudgetError> {
+    ) -> Result<(Bounds, [f64; 2]), BudgetError> {
         let st = self.state();
         let pp = st
             .pools
@@ -203,11 +207,13 @@ impl Scheduler {
             .ok_or_else(|| BudgetError::UnknownProfile(profile.to_owned()))?;
         let per = pp.pool.config().shares_per_gpu;
         let shares = |what: &str, gpus: f64| {
-            Shares::from_gpus(gpus, per).ok_or_else(|| {
-                BudgetError::Invalid(format!(
-                    "{what} must be a non-negative multiple of 1/{per} GPU"
-                ))
-            })
+            Shares::from_gpus(gpus, per)
+                .filter(|s| s.gpus(per) <= MAX_BUDGET_GPUS)
+                .ok_or_else(|| {
+                    BudgetError::Invalid(format!(
+                        "{what} must be a multiple of 1/{per} GPU from 0 to {MAX_BUDGET_GPUS}"
+                    ))
+                })
         };
         let bounds = Bounds {
             floor: shares("floor_gpus", floor_gpus)?,
@@ -218,7 +224,7 @@ impl Scheduler {
                 "floor_gpus exceeds ceiling_gpus".to_owned(),
             ));
         }
-        Ok(bounds)
+        Ok((bounds, [bounds.floor.gpus(per), bounds.ceiling.gpus(per)]))
     }
 
     /// Applies a tenant's budget to the live pool of `profile`.
@@ -229,7 +235,7 @@ impl Scheduler {
         floor_gpus: f64,
         ceiling_gpus: f64,
     ) -> Result<(), BudgetError> {
-        let bounds = self.budget_bounds(profile, floor_gpus, ceiling_gpus)?;
+        let (bounds, _) = self.budget_bounds(profile, floor_gpus, ceiling_gpus)?;
         let mut actions = Vec::new();
         {
             let mut st = self.state();
