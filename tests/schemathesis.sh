@@ -121,6 +121,7 @@ policy = call("POST", "/v1/control/policies", key, {
             {"op": "emit", "code": 9, "regs": [0, 3]},
             {"op": "set_route", "route": "classify"}]}]})
 call("POST", "/v1/control/sessions", key, {"policy": policy["policy_id"], "session": "st-session"})
+call("POST", "/v1/control/sessions", key, {"policy": policy["policy_id"], "session": "st-doomed"})
 spare = call("POST", "/v1/keys", key, {"name": "st-spare"})
 for name, value in {
     "HEARTH_ST_TENANT_KEY": key,
@@ -129,6 +130,7 @@ for name, value in {
     "HEARTH_ST_BUNDLE": bundle["bundle"],
     "HEARTH_ST_POLICY": policy["policy_id"],
     "HEARTH_ST_SESSION": "st-session",
+    "HEARTH_ST_DOOMED_SESSION": "st-doomed",
     "HEARTH_ST_TARGET_TENANT": target["tenant_id"],
     "HEARTH_ST_TARGET_KEY": target["api_key_id"],
     "HEARTH_ST_DOOMED_TENANT": doomed["tenant_id"],

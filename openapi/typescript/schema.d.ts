@@ -319,7 +319,13 @@ export interface paths {
         get: operations["get_session"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Deletes a session with no event in flight, freeing its place in the tenant's session limit.
+         * @description Deletes a session with no event in flight, freeing its place in the
+         *     tenant's session limit; an event naming it afterwards starts it afresh
+         *     from the policy's `init`. Answered once the deletion is stored.
+         */
+        delete: operations["delete_session"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2978,6 +2984,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description `limit_reached`: the sessions the events would create pass the tenant's limit (`HEARTH_CONTROL_MAX_SESSIONS`); none ran */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `payload_too_large`: the body exceeds the configured limit */
             413: {
                 headers: {
@@ -3404,7 +3419,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description `conflict`: the session exists */
+            /** @description `conflict`: the session exists; `limit_reached`: the tenant holds as many sessions as it may (`HEARTH_CONTROL_MAX_SESSIONS`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3495,6 +3510,93 @@ export interface operations {
             };
             /** @description `not_found`: no such policy or session for this tenant */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_session: {
+        parameters: {
+            query: {
+                /** @description The policy (`policy_id`) the session belongs to. */
+                policy: string;
+            };
+            header?: never;
+            path: {
+                /** @description Session name, 1..=128 of `[A-Za-z0-9_.:@-]` */
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: not a session name, or `policy` is missing or not a UUID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `csrf`: made with the console's session cookie but without the session's `X-CSRF-Token` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `not_found`: no such policy or session for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `conflict`: an event of the session is queued or running; retry when it is answered */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unavailable`: the deletion could not be stored; the session may come back after a restart */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -428,6 +428,10 @@ impl TestApp {
             .await
     }
 
+    pub async fn delete(&self, key: &str, path: &str) -> (u16, Value) {
+        self.call(self.http.delete(self.url(path)), key).await
+    }
+
     /// `GET` without credentials, as text.
     pub async fn get_text(&self, path: &str) -> (u16, String) {
         let r = self.http.get(self.url(path)).send().await.expect("request");

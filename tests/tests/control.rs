@@ -684,6 +684,113 @@ async fn a_deleted_tenant_s_sessions_fail_no_one_else() {
     db.close().await;
 }
 
+/// A tenant holds at most `HEARTH_CONTROL_MAX_SESSIONS` sessions: a request
+/// whose events would create more runs none of them (409 `limit_reached`),
+/// events of sessions it holds still run, another tenant is not held back,
+/// and deleting an idle session frees its place for good (also across a
+/// restart); a session with an event in flight is not deleted.
+#[tokio::test]
+async fn a_tenant_holds_at_most_its_sessions_and_deleting_one_frees_a_place() {
+    let mut c = control_config(4);
+    c.control_max_sessions = 3;
+    c.control_snapshot_s = 3600.0;
+    let app = spawn_app_with(c.clone()).await;
+    let t = app.create_tenant("ctl-cap").await;
+    let policy = register_example(&app, &t.key).await;
+    let session = |name: &str| format!("/v1/control/sessions/{name}?policy={policy}");
+    let event = |name: &str, deadline_ms: u64| json!({"policy": policy, "session": name, "input": [3, 4], "deadline_ms": deadline_ms});
+    let mut reference = Reference::new();
+    run_events(&app, &t.key, &policy, "a", 2, &mut reference).await;
+    let (s, v) = app
+        .post(
+            &t.key,
+            "/v1/control/sessions",
+            &json!({"policy": policy, "session": "b"}),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+
+    // Two new sessions and one place: the whole request is refused.
+    let a_before = session_state(&app, &t.key, &policy, "a").await;
+    let (s, v) = app
+        .post(
+            &t.key,
+            "/v1/control/events",
+            &json!([event("a", 5), event("c", 5), event("d", 5), event("c", 5)]),
+        )
+        .await;
+    assert_eq!(s, 409, "{v}");
+    assert_eq!(v["code"], "limit_reached", "{v}");
+    assert!(v["message"].as_str().unwrap().contains("limit of 3"), "{v}");
+    assert_eq!(session_state(&app, &t.key, &policy, "a").await, a_before);
+    assert_eq!(app.get(&t.key, &session("c")).await.0, 404);
+    // One new session, named twice, fits.
+    let got = events(
+        &app,
+        &t.key,
+        &json!([event("c", 5), event("a", 5), event("c", 5)]),
+    )
+    .await;
+    for (r, name) in got.iter().zip(["c", "a", "c"]) {
+        let want = reference.run(name, None, &[3, 4]);
+        reference.check(r, &want);
+    }
+    // Full: a fourth is refused both ways; held sessions and other tenants run.
+    let (s, v) = app.post(&t.key, "/v1/control/events", &event("d", 5)).await;
+    assert_eq!((s, v["code"].as_str()), (409, Some("limit_reached")), "{v}");
+    let (s, v) = app
+        .post(
+            &t.key,
+            "/v1/control/sessions",
+            &json!({"policy": policy, "session": "d"}),
+        )
+        .await;
+    assert_eq!((s, v["code"].as_str()), (409, Some("limit_reached")), "{v}");
+    run_events(&app, &t.key, &policy, "b", 1, &mut reference).await;
+    let other = app.create_tenant("ctl-cap-other").await;
+    let theirs = register_example(&app, &other.key).await;
+    for name in ["w", "x", "y"] {
+        run_events(&app, &other.key, &theirs, name, 1, &mut Reference::new()).await;
+    }
+
+    // An event waiting for its batch (K = 4, a lone event waits out its
+    // deadline) keeps its session; once answered, the session can go.
+    let waiting = event("b", 4_000);
+    let (slow, refused) = tokio::join!(app.post(&t.key, "/v1/control/events", &waiting), async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        app.delete(&t.key, &session("b")).await
+    });
+    assert_eq!(slow.0, 200, "{}", slow.1);
+    assert_eq!(refused.0, 409, "{}", refused.1);
+    assert_eq!(refused.1["code"], "conflict");
+    let want = reference.run("b", None, &[3, 4]);
+    reference.check(&slow.1["results"][0], &want);
+    assert_eq!(app.delete(&t.key, &session("b")).await.0, 204);
+    assert_eq!(app.get(&t.key, &session("b")).await.0, 404);
+    let (s, v) = app.delete(&t.key, &session("b")).await;
+    assert_eq!((s, v["code"].as_str()), (404, Some("not_found")), "{v}");
+    // Another tenant cannot delete it, nor see whether it exists.
+    assert_eq!(app.delete(&other.key, &session("a")).await.0, 404);
+    assert!(session_state(&app, &t.key, &policy, "a").await.is_object());
+
+    // The freed place takes a new session, which starts from `init`.
+    reference.sessions.remove("b");
+    run_events(&app, &t.key, &policy, "d", 1, &mut reference).await;
+    // Across a restart: "b" stays deleted, the rest as they were.
+    let held: Vec<Value> =
+        futures::future::join_all(["a", "c", "d"].map(|n| session_state(&app, &t.key, &policy, n)))
+            .await;
+    app.running.shutdown().await.unwrap();
+    drop(app);
+    let app = spawn_app_with(c).await;
+    assert_eq!(app.get(&t.key, &session("b")).await.0, 404);
+    for (name, before) in ["a", "c", "d"].iter().zip(&held) {
+        assert_eq!(&session_state(&app, &t.key, &policy, name).await, before);
+    }
+    let (s, v) = app.post(&t.key, "/v1/control/events", &event("b", 5)).await;
+    assert_eq!((s, v["code"].as_str()), (409, Some("limit_reached")), "{v}");
+}
+
 #[tokio::test]
 async fn calibrate_stores_k_that_the_service_uses() {
     let mut c = control_config(4);

@@ -13,6 +13,7 @@ import pytest
 import hearth
 from hearth_client import AuthenticatedClient
 from hearth_client.api.admin import create_tenant
+from hearth_client.api.control import create_events, create_policy, create_session, delete_session, get_session
 from hearth_client.api.jobs import cancel_job, create_job, create_jobs, get_job, list_jobs
 from hearth_client.api.pools import get_pool, list_pools
 from hearth_client.models import (
@@ -20,8 +21,11 @@ from hearth_client.models import (
     BatchRequest,
     CodeFiles,
     CodeFilesFiles,
+    ControlPolicy,
     CreateJob,
+    CreateSessionRequest,
     ErrorBody,
+    EventRequest,
     Kind,
     State,
     TenantRequest,
@@ -172,3 +176,39 @@ def test_errors_arrive_as_error_body(client: AuthenticatedClient) -> None:
     duplicate = create_tenant.sync_detailed(client=admin, body=TenantRequest(name=name))
     assert duplicate.status_code == 409
     assert isinstance(duplicate.parsed, ErrorBody)
+
+
+# A small control policy: one register counting the events of a session.
+COUNTER = {
+    "name": "sdk-counter",
+    "version": 1,
+    "registers": 1,
+    "inputs": 1,
+    "routes": [{"name": "count", "body": [{"op": "add", "dst": 0, "a": {"reg": 0}, "b": {"input": 0}}]}],
+}
+
+
+def test_control_sessions_are_created_used_and_deleted(client: AuthenticatedClient) -> None:
+    policy = hearth.ok(create_policy.sync_detailed(client=client, body=ControlPolicy.from_dict(COUNTER)))
+    created = hearth.ok(
+        create_session.sync_detailed(
+            client=client, body=CreateSessionRequest(policy=policy.policy_id, session="sdk-s", state=[5])
+        )
+    )
+    assert created.state == [5]
+    ran = hearth.ok(
+        create_events.sync_detailed(
+            client=client, body=EventRequest(policy=policy.policy_id, session="sdk-s", input_=[2], deadline_ms=1)
+        )
+    )
+    assert ran.results[0].state == [7]
+    assert hearth.ok(get_session.sync_detailed("sdk-s", client=client, policy=policy.policy_id)).state == [7]
+
+    deleted = delete_session.sync_detailed("sdk-s", client=client, policy=policy.policy_id)
+    assert deleted.status_code == 204
+    gone = get_session.sync_detailed("sdk-s", client=client, policy=policy.policy_id)
+    assert gone.status_code == 404
+    assert isinstance(gone.parsed, ErrorBody)
+    assert gone.parsed.code == "not_found"
+    again = delete_session.sync_detailed("sdk-s", client=client, policy=policy.policy_id)
+    assert again.status_code == 404

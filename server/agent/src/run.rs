@@ -393,9 +393,18 @@ impl DiskQuota {
     /// files or links (links are not followed). A directory that cannot be
     /// read (other than one deleted meanwhile) counts as over the quota: a
     /// job must not hide what it wrote, say below a path too long to open.
-    pub fn exceeded(&self) -> bool {
+    /// Files deleted from the directories' file systems that the processes
+    /// `pids` still hold open count too: a job must not hide what it writes
+    /// by deleting the file and writing on.
+    pub fn exceeded(&self, pids: &[u32]) -> bool {
         use std::os::unix::fs::MetadataExt as _;
-        let mut used: u64 = 0;
+        let devs: Vec<u64> = self
+            .dirs
+            .iter()
+            .filter_map(|d| std::fs::metadata(d).ok())
+            .map(|m| m.dev())
+            .collect();
+        let mut used = deleted_but_open(pids, &devs);
         let mut stack: Vec<PathBuf> = self.dirs.clone();
         while let Some(dir) = stack.pop() {
             let entries = match std::fs::read_dir(&dir) {
@@ -419,6 +428,34 @@ impl DiskQuota {
         }
         false
     }
+}
+
+/// Blocks of the regular files on the file systems `devs` that processes
+/// `pids` hold open although no name is left to find them by (deleted,
+/// or never linked: `O_TMPFILE`), each file counted once.
+fn deleted_but_open(pids: &[u32], devs: &[u64]) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut seen = std::collections::HashSet::new();
+    let mut bytes: u64 = 0;
+    for pid in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            // The open file itself (the link is followed).
+            let Ok(meta) = std::fs::metadata(fd.path()) else {
+                continue;
+            };
+            if meta.is_file()
+                && meta.nlink() == 0
+                && devs.contains(&meta.dev())
+                && seen.insert((meta.dev(), meta.ino()))
+            {
+                bytes = bytes.saturating_add(meta.blocks().saturating_mul(512));
+            }
+        }
+    }
+    bytes
 }
 
 /// Waits until `child` exits, the deadline passes or the exchange is
@@ -457,7 +494,7 @@ pub fn supervise(
             break Ending::TimedOut;
         }
         if let Some(quota) = quota.filter(|_| now >= next_disk_check) {
-            if quota.exceeded() {
+            if quota.exceeded(&sandbox.cgroups().live_pids()) {
                 child.kill_tree(sandbox);
                 break Ending::DiskQuota;
             }

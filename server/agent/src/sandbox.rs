@@ -158,7 +158,7 @@ impl Cgroups {
     }
 
     /// Live (non-zombie) processes in any of the pod's cgroups.
-    fn live_pids(&self) -> Vec<u32> {
+    pub fn live_pids(&self) -> Vec<u32> {
         let mut pids: Vec<u32> = self
             .procs_files()
             .filter_map(|f| std::fs::read_to_string(f).ok())

@@ -227,6 +227,9 @@ pub enum DriverError {
     /// An event without a route for a session that does not exist.
     #[error("session {0} does not exist, so it has no next route")]
     UnknownSession(u64),
+    /// The session has an event queued or running.
+    #[error("session {0} has events in flight")]
+    SessionBusy(u64),
     /// The session belongs to another policy.
     #[error("session {session} belongs to policy {policy:?}")]
     SessionPolicy {
@@ -381,6 +384,19 @@ impl<E: Executor> Driver<E> {
         s.regs = regs;
         s.next = next;
         Ok(())
+    }
+
+    /// Removes a session with no event queued or running; `false` if it
+    /// does not exist.
+    ///
+    /// # Errors
+    /// [`DriverError::SessionBusy`] while one of its events is in flight.
+    pub fn remove_session(&mut self, session: u64) -> Result<bool, DriverError> {
+        match self.sessions.get(&session) {
+            None => Ok(false),
+            Some(s) if s.busy || !s.backlog.is_empty() => Err(DriverError::SessionBusy(session)),
+            Some(_) => Ok(self.sessions.remove(&session).is_some()),
+        }
     }
 
     /// Queues an event released at `now` with launch deadline `deadline_ns`

@@ -124,8 +124,12 @@ fn routes_without_k_run_on_the_cpu_and_count_zero() {
     );
 }
 
-#[test]
-fn a_sessions_events_apply_in_submission_order_across_routes() {
+/// The example policy on a CPU driver with `K_r` = 2 on every route.
+fn example_driver() -> (
+    hearth_control::Program,
+    Driver<CpuExecutor>,
+    Vec<hearth_control::driver::RouteKey>,
+) {
     let program = hearth_control::Program::from_json(hearth_control::EXAMPLE_POLICY).unwrap();
     let mut driver = Driver::new(
         DriverConfig {
@@ -139,6 +143,12 @@ fn a_sessions_events_apply_in_submission_order_across_routes() {
         CpuExecutor::new(),
     );
     let keys = driver.register(program.clone(), |_| Some(2));
+    (program, driver, keys)
+}
+
+#[test]
+fn a_sessions_events_apply_in_submission_order_across_routes() {
+    let (program, mut driver, keys) = example_driver();
     // Session 1: an event on route 0 due late, then one on route 1 due early
     // and one without a route. Sessions 2 and 3 fill both queues so batches form.
     // The driver's clock advances by each run's measured wall time: windows
@@ -201,4 +211,50 @@ fn a_sessions_events_apply_in_submission_order_across_routes() {
         driver.submit(now, 99, None, &[], now),
         Err(hearth_control::driver::DriverError::UnknownSession(99))
     ));
+}
+
+#[test]
+fn a_session_is_removed_only_when_no_event_of_it_is_in_flight() {
+    use hearth_control::driver::DriverError;
+    // K = 2: a lone event waits in the compactor until its deadline.
+    let (program, mut driver, keys) = example_driver();
+    const WINDOW: u64 = 1_000_000_000;
+    driver.submit(0, 1, Some(keys[0]), &[5, 5], WINDOW).unwrap();
+    driver.submit(0, 1, None, &[6, 6], WINDOW).unwrap();
+    assert!(driver.advance(0).is_empty());
+    assert!(matches!(
+        driver.remove_session(1),
+        Err(DriverError::SessionBusy(1))
+    ));
+    let mut done = Vec::new();
+    let mut now = 0;
+    while let Some(w) = driver.next_wake() {
+        now = now.max(w);
+        done.extend(driver.advance(now));
+    }
+    done.extend(driver.finish(now));
+    assert_eq!(
+        done.len(),
+        2,
+        "both events ran: the refused removal took nothing"
+    );
+    assert!(driver.session(1).is_some());
+    assert!(driver.remove_session(1).unwrap());
+    assert_eq!(driver.session(1), None);
+    assert!(!driver.remove_session(1).unwrap(), "gone");
+    // A removed session's name starts afresh from the policy's init.
+    driver.submit(now, 1, Some(keys[0]), &[5, 5], 0).unwrap();
+    let again = driver.finish(now);
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        again[0].outcome,
+        cpu::run_scalar(
+            &program,
+            &[Task {
+                route: 0,
+                state: program.init(),
+                input: program.input(&[5, 5]).unwrap(),
+            }],
+        )[0]
+    );
 }

@@ -370,6 +370,11 @@ pub struct Config {
     #[arg(long, env = "HEARTH_CONTROL_RECORDS", default_value_t = 1_000_000)]
     pub control_records: usize,
 
+    /// Control endpoint: sessions each tenant may hold over all its
+    /// policies; events or creations past it answer 409 `limit_reached`.
+    #[arg(long, env = "HEARTH_CONTROL_MAX_SESSIONS", default_value_t = 100_000)]
+    pub control_max_sessions: usize,
+
     /// Control endpoint: the cap on the exact P* search of one
     /// `/v1/control/stats`, in steps (about 0.1–0.2 s at the default); past
     /// it the answer gives bounds (`exact: false`).
@@ -511,6 +516,7 @@ impl Config {
             },
             records: self.control_records,
             max_exact_steps: self.control_max_exact_steps,
+            max_sessions: self.control_max_sessions,
         };
         Ok((settings, self.control_k))
     }

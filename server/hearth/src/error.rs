@@ -8,9 +8,10 @@
 //! | `csrf` | 403 | a console session's request changes something without its `X-CSRF-Token` |
 //! | `not_found` | 404 | no such resource for this tenant, or no such path |
 //! | `method_not_allowed` | 405 | the path does not take this method (`Allow` lists those it takes) |
-//! | `conflict` | 409 | a name or resource already exists |
+//! | `conflict` | 409 | a name or resource already exists, or is in use (a control session with events in flight) |
 //! | `idempotency_conflict` | 409 | `Idempotency-Key` reused with another body |
 //! | `job_finished` | 409 | the job already reached a final state |
+//! | `limit_reached` | 409 | the tenant holds as many of these as it may (control sessions); delete some first |
 //! | `payload_too_large` | 413 | the body exceeds the configured limit |
 //! | `unsupported_media_type` | 415 | the body is not `application/json`, or is in a content coding |
 //! | `validation_failed` | 422 | fields failed validation (`details` lists them) |
@@ -68,6 +69,8 @@ pub enum ApiError {
     BatchIdempotencyConflict(usize),
     #[error("job already finished")]
     JobFinished,
+    #[error("{0}")]
+    LimitReached(String),
     #[error("request body exceeds the limit")]
     PayloadTooLarge,
     #[error("{0}")]
@@ -100,6 +103,7 @@ impl ApiError {
                 "idempotency_conflict"
             }
             ApiError::JobFinished => "job_finished",
+            ApiError::LimitReached(_) => "limit_reached",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Validation(_) => "validation_failed",
@@ -121,7 +125,8 @@ impl ApiError {
             ApiError::Conflict(_)
             | ApiError::IdempotencyConflict
             | ApiError::BatchIdempotencyConflict(_)
-            | ApiError::JobFinished => StatusCode::CONFLICT,
+            | ApiError::JobFinished
+            | ApiError::LimitReached(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_)
@@ -205,6 +210,7 @@ impl From<crate::control::Error> for ApiError {
         match e {
             crate::control::Error::Store(e) => e.into(),
             crate::control::Error::Stopped(e) => e.into(),
+            crate::control::Error::SessionLimit(e) => ApiError::LimitReached(e.to_string()),
             e @ crate::control::Error::StoredPolicy { .. } => ApiError::Internal(e.into()),
         }
     }

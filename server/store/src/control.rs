@@ -162,6 +162,45 @@ pub async fn put_sessions(db: impl PgExecutor<'_>, rows: &[SessionRow]) -> Resul
     Ok(())
 }
 
+/// Deletes sessions `(tenant, policy, session)`; those not stored are no-ops.
+#[tracing::instrument(skip_all, fields(sessions = keys.len()))]
+pub async fn delete_sessions(db: impl PgExecutor<'_>, keys: &[(Uuid, Uuid, String)]) -> Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let tenants: Vec<Uuid> = keys.iter().map(|k| k.0).collect();
+    let policies: Vec<Uuid> = keys.iter().map(|k| k.1).collect();
+    let sessions: Vec<String> = keys.iter().map(|k| k.2.clone()).collect();
+    sqlx::query!(
+        "delete from control_session c
+         using unnest($1::uuid[], $2::uuid[], $3::text[]) as d(tenant_id, policy_id, session)
+         where c.tenant_id = d.tenant_id and c.policy_id = d.policy_id and c.session = d.session",
+        &tenants,
+        &policies,
+        &sessions
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Writes session snapshots and deletes sessions in one transaction (one
+/// statement when nothing is deleted); a key is in at most one of them.
+pub async fn write_sessions(
+    db: &sqlx::PgPool,
+    rows: &[SessionRow],
+    deleted: &[(Uuid, Uuid, String)],
+) -> Result<()> {
+    if deleted.is_empty() {
+        return put_sessions(db, rows).await;
+    }
+    let mut tx = db.begin().await?;
+    delete_sessions(&mut *tx, deleted).await?;
+    put_sessions(&mut *tx, rows).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// The stored sessions of one policy.
 #[tracing::instrument(skip(db))]
 pub async fn sessions(

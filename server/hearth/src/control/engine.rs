@@ -43,6 +43,39 @@ pub struct Settings {
     /// The cap on the exact P* search of one stats request, in steps
     /// (`accounting::DEFAULT_MAX_EXACT_STEPS` unless configured).
     pub max_exact_steps: u64,
+    /// Sessions a tenant may hold (over all its policies); past it, what
+    /// would create one is refused with [`SessionLimit`]. Restored sessions
+    /// always load.
+    pub max_sessions: usize,
+}
+
+/// Work refused because it would take a tenant past its session limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this tenant holds {held} control sessions; {new} more would pass its limit of {max}: delete sessions it no longer needs"
+)]
+pub struct SessionLimit {
+    pub held: usize,
+    pub new: usize,
+    pub max: usize,
+}
+
+/// What became of a session to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creation {
+    Created,
+    Exists,
+    Refused(SessionLimit),
+}
+
+/// What became of a session to delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    /// Gone, from the store too when a writer is attached.
+    Deleted,
+    NotFound,
+    /// An event of it is queued or running; nothing changed.
+    Busy,
 }
 
 /// One event for the engine (validated by the caller).
@@ -169,6 +202,8 @@ impl RecordLog {
 #[derive(Debug, Default)]
 pub struct WriteGroup {
     pub rows: Vec<SessionRow>,
+    /// Sessions to delete `(tenant, policy, session)`, after `rows`.
+    pub deleted: Vec<(Uuid, Uuid, String)>,
     pub answers: Vec<Answer>,
     /// Told how many rows were written, or why not.
     pub done: Option<oneshot::Sender<Result<usize, String>>>,
@@ -178,7 +213,8 @@ pub struct WriteGroup {
 #[derive(Debug)]
 pub enum Answer {
     Event(mpsc::UnboundedSender<Done>, Box<Done>),
-    Created(oneshot::Sender<bool>),
+    Created(oneshot::Sender<Creation>),
+    Deleted(oneshot::Sender<Deletion>),
 }
 
 impl Answer {
@@ -189,7 +225,10 @@ impl Answer {
                 let _ = reply.send(*done);
             }
             Self::Created(reply) => {
-                let _ = reply.send(true);
+                let _ = reply.send(Creation::Created);
+            }
+            Self::Deleted(reply) => {
+                let _ = reply.send(Deletion::Deleted);
             }
         }
     }
@@ -205,18 +244,25 @@ pub enum Command {
         sessions: Vec<(String, u16, Regs)>,
         reply: oneshot::Sender<()>,
     },
-    /// Queues events; each finished one is sent to `reply`.
+    /// Queues events, all or (past the tenant's session limit) none, as
+    /// `admitted` is told; each finished one is sent to `reply`.
     Submit {
         tenant: Uuid,
         events: Vec<Event>,
+        admitted: oneshot::Sender<Result<(), SessionLimit>>,
         reply: mpsc::UnboundedSender<Done>,
     },
-    /// Creates a session; replies `false` if it exists.
     CreateSession {
         policy: Arc<Policy>,
         session: String,
         state: SessionState,
-        reply: oneshot::Sender<bool>,
+        reply: oneshot::Sender<Creation>,
+    },
+    /// Deletes an idle session, answered once the store has it deleted.
+    DeleteSession {
+        policy: Arc<Policy>,
+        session: String,
+        reply: oneshot::Sender<Deletion>,
     },
     GetSession {
         policy: Arc<Policy>,
@@ -442,8 +488,16 @@ impl Engine {
             Command::Submit {
                 tenant,
                 events,
+                admitted,
                 reply,
-            } => self.submit(tenant, events, &reply),
+            } => {
+                let admission = self.admit(tenant, &events);
+                let refused = admission.is_err();
+                let _ = admitted.send(admission);
+                if !refused {
+                    self.submit(tenant, events, &reply);
+                }
+            }
             Command::CreateSession {
                 policy,
                 session,
@@ -451,23 +505,28 @@ impl Engine {
                 reply,
             } => {
                 let id = self.next_session;
+                let max = self.settings.max_sessions;
                 let t = self.ensure_loaded(&policy);
                 let key = (policy.policy_id, session);
                 let route = policy.program.routes().get(usize::from(state.route));
+                let held = t.sessions.len();
                 let created = match route {
-                    Some(r) if !t.sessions.contains_key(&key) => {
+                    _ if t.sessions.contains_key(&key) => Creation::Exists,
+                    _ if held >= max => Creation::Refused(SessionLimit { held, new: 1, max }),
+                    Some(r) => {
                         t.driver
                             .put_session(id, r.id(), state.state)
                             .expect("a loaded policy's route is registered");
                         t.sessions.insert(key.clone(), Session { id, dirty: true });
                         self.next_session += 1;
-                        true
+                        Creation::Created
                     }
-                    _ => false,
+                    // The caller checked the route; a stale one creates nothing.
+                    None => Creation::Exists,
                 };
                 let durable = policy.program.durability() == Durability::Commit;
                 match &self.writer {
-                    Some(writer) if created && durable => {
+                    Some(writer) if created == Creation::Created && durable => {
                         let t = self
                             .tenants
                             .get_mut(&policy.tenant_id)
@@ -476,11 +535,41 @@ impl Engine {
                         let _ = writer.send(WriteGroup {
                             rows,
                             answers: vec![Answer::Created(reply)],
-                            done: None,
+                            ..WriteGroup::default()
                         });
                     }
                     _ => {
                         let _ = reply.send(created);
+                    }
+                }
+            }
+            Command::DeleteSession {
+                policy,
+                session,
+                reply,
+            } => {
+                let t = self.ensure_loaded(&policy);
+                let key = (policy.policy_id, session);
+                let deletion = match t.sessions.get(&key) {
+                    None => Deletion::NotFound,
+                    Some(s) => match t.driver.remove_session(s.id) {
+                        Ok(_) => {
+                            t.sessions.remove(&key);
+                            Deletion::Deleted
+                        }
+                        Err(_) => Deletion::Busy,
+                    },
+                };
+                match &self.writer {
+                    Some(writer) if deletion == Deletion::Deleted => {
+                        let _ = writer.send(WriteGroup {
+                            deleted: vec![(policy.tenant_id, key.0, key.1)],
+                            answers: vec![Answer::Deleted(reply)],
+                            ..WriteGroup::default()
+                        });
+                    }
+                    _ => {
+                        let _ = reply.send(deletion);
                     }
                 }
             }
@@ -521,8 +610,8 @@ impl Engine {
                     Some(writer) => {
                         let _ = writer.send(WriteGroup {
                             rows,
-                            answers: Vec::new(),
                             done: Some(done),
+                            ..WriteGroup::default()
                         });
                     }
                     None => {
@@ -564,8 +653,7 @@ impl Engine {
                     Some(writer) => {
                         let _ = writer.send(WriteGroup {
                             rows,
-                            answers: Vec::new(),
-                            done: None,
+                            ..WriteGroup::default()
                         });
                         Vec::new()
                     }
@@ -576,6 +664,34 @@ impl Engine {
             }
         }
         true
+    }
+
+    /// Whether `events` fit in `tenant`'s session limit with the sessions
+    /// they create (counted only when they might not).
+    fn admit(&self, tenant: Uuid, events: &[Event]) -> Result<(), SessionLimit> {
+        let max = self.settings.max_sessions;
+        let held = self.tenants.get(&tenant).map_or(0, |t| t.sessions.len());
+        if held.saturating_add(events.len()) <= max {
+            return Ok(());
+        }
+        let new: HashSet<(Uuid, &str)> = events
+            .iter()
+            .map(|e| (e.policy.policy_id, e.session.as_str()))
+            .filter(|&(policy, name)| {
+                self.tenants
+                    .get(&tenant)
+                    .is_none_or(|t| !t.sessions.contains_key(&(policy, name.to_owned())))
+            })
+            .collect();
+        if held.saturating_add(new.len()) <= max {
+            Ok(())
+        } else {
+            Err(SessionLimit {
+                held,
+                new: new.len(),
+                max,
+            })
+        }
     }
 
     fn submit(&mut self, tenant: Uuid, events: Vec<Event>, reply: &mpsc::UnboundedSender<Done>) {
@@ -748,7 +864,7 @@ fn dispatch(
         let _ = writer.send(WriteGroup {
             rows,
             answers,
-            done: None,
+            ..WriteGroup::default()
         });
     }
 }

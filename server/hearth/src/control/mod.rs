@@ -23,7 +23,10 @@ use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-pub use engine::{Answer, Done, Event, SessionState, Settings, Window, WriteGroup};
+pub use engine::{
+    Answer, Creation, Deletion, Done, Event, SessionLimit, SessionState, Settings, Window,
+    WriteGroup,
+};
 use engine::{Command, Engine};
 
 /// The engine thread is gone (the service is shutting down).
@@ -38,6 +41,8 @@ pub enum Error {
     Store(#[from] hearth_store::Error),
     #[error(transparent)]
     Stopped(#[from] Stopped),
+    #[error(transparent)]
+    SessionLimit(#[from] SessionLimit),
     /// A stored policy no longer parses or compiles (the store was edited
     /// by hand, or a bug): it cannot run.
     #[error("stored policy {policy_id} is invalid: {why}")]
@@ -426,26 +431,29 @@ impl Control {
             .cloned()
     }
 
-    /// Queues events of one tenant; every finished one arrives on the
+    /// Queues events of one tenant, all of them or (when the sessions they
+    /// would create pass its limit) none; every finished one arrives on the
     /// returned channel, in completion order.
     ///
     /// # Errors
-    /// [`Stopped`].
-    pub fn submit(
+    /// [`Error::SessionLimit`], [`Stopped`].
+    pub async fn submit(
         &self,
         tenant: Uuid,
         events: Vec<Event>,
-    ) -> Result<mpsc::UnboundedReceiver<Done>, Stopped> {
+    ) -> Result<mpsc::UnboundedReceiver<Done>> {
         let (reply, rx) = mpsc::unbounded_channel();
-        self.send(Command::Submit {
+        self.ask(|admitted| Command::Submit {
             tenant,
             events,
+            admitted,
             reply,
-        })?;
+        })
+        .await??;
         Ok(rx)
     }
 
-    /// Creates a session; `false` if it already exists.
+    /// Creates a session (once stored, for a `commit` policy).
     ///
     /// # Errors
     /// [`Stopped`].
@@ -454,11 +462,29 @@ impl Control {
         policy: Arc<Policy>,
         session: String,
         state: SessionState,
-    ) -> Result<bool, Stopped> {
+    ) -> Result<Creation, Stopped> {
         self.ask(|reply| Command::CreateSession {
             policy,
             session,
             state,
+            reply,
+        })
+        .await
+    }
+
+    /// Deletes a session with no event in flight (answered once the store
+    /// has it deleted).
+    ///
+    /// # Errors
+    /// [`Stopped`], also when the deletion could not be stored.
+    pub async fn delete_session(
+        &self,
+        policy: Arc<Policy>,
+        session: String,
+    ) -> Result<Deletion, Stopped> {
+        self.ask(|reply| Command::DeleteSession {
+            policy,
+            session,
             reply,
         })
         .await
@@ -661,14 +687,36 @@ impl Control {
     }
 }
 
+/// Each session's last write by key `(tenant, policy, session)`; `None`: deleted.
+type Writes = HashMap<(Uuid, Uuid, String), Option<hearth_store::control::SessionRow>>;
+
+/// The rows to write and the keys to delete.
+fn split_writes(
+    writes: &Writes,
+) -> (
+    Vec<hearth_store::control::SessionRow>,
+    Vec<(Uuid, Uuid, String)>,
+) {
+    let mut rows = Vec::new();
+    let mut deleted = Vec::new();
+    for (key, write) in writes {
+        match write {
+            Some(row) => rows.push(row.clone()),
+            None => deleted.push(key.clone()),
+        }
+    }
+    (rows, deleted)
+}
+
 /// Most groups merged into one transaction.
 const MAX_GROUPS_PER_COMMIT: usize = 256;
 /// Attempts of one commit before its answers are dropped.
 const COMMIT_ATTEMPTS: u32 = 3;
 
 /// The store writer: commits the engine's [`WriteGroup`]s in order (what is
-/// queued when it gets to them merges into one transaction, the later state
-/// of a session winning), then answers what waited for them. A commit that
+/// queued when it gets to them merges into one transaction, the later write
+/// of a session, state or deletion, winning), then answers what waited for
+/// them. A commit that
 /// fails after [`COMMIT_ATTEMPTS`] drops its answers (those clients see their
 /// events unanswered, never acknowledged without their state) and keeps its
 /// rows for the next commit. Ends when the engine has stopped.
@@ -677,7 +725,9 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<WriteGroup>,
     finished: oneshot::Sender<()>,
 ) {
-    let mut failed: Vec<hearth_store::control::SessionRow> = Vec::new();
+    // What a failed commit leaves for the next: each session's last write
+    // (`None`: deleted), in engine order.
+    let mut failed: Writes = HashMap::new();
     while let Some(first) = rx.recv().await {
         let mut groups = vec![first];
         while groups.len() < MAX_GROUPS_PER_COMMIT {
@@ -686,19 +736,23 @@ async fn write_loop(
                 Err(_) => break,
             }
         }
-        let mut merged: HashMap<(Uuid, Uuid, String), hearth_store::control::SessionRow> =
-            HashMap::new();
-        for row in failed
-            .drain(..)
-            .chain(groups.iter_mut().flat_map(|g| g.rows.drain(..)))
-        {
-            merged.insert((row.tenant_id, row.policy_id, row.session.clone()), row);
+        let mut merged = std::mem::take(&mut failed);
+        for g in &mut groups {
+            for row in g.rows.drain(..) {
+                merged.insert(
+                    (row.tenant_id, row.policy_id, row.session.clone()),
+                    Some(row),
+                );
+            }
+            for key in g.deleted.drain(..) {
+                merged.insert(key, None);
+            }
         }
-        let rows: Vec<_> = merged.into_values().collect();
+        let (rows, deleted) = split_writes(&merged);
         let started = Instant::now();
         let mut outcome = Ok(());
         for attempt in 0..COMMIT_ATTEMPTS {
-            outcome = hearth_store::control::put_sessions(&db, &rows).await;
+            outcome = hearth_store::control::write_sessions(&db, &rows, &deleted).await;
             match &outcome {
                 Ok(()) => break,
                 Err(e) => {
@@ -730,12 +784,13 @@ async fn write_loop(
                         let _ = done.send(Err(e.to_string()));
                     }
                 }
-                failed = rows;
+                failed = merged;
             }
         }
     }
+    let (rows, deleted) = split_writes(&failed);
     if !failed.is_empty()
-        && let Err(e) = hearth_store::control::put_sessions(&db, &failed).await
+        && let Err(e) = hearth_store::control::write_sessions(&db, &rows, &deleted).await
     {
         tracing::error!(error = %e, sessions = failed.len(), "control sessions not written at shutdown");
     }
@@ -775,6 +830,7 @@ mod tests {
             driver: DriverConfig::default(),
             records: 1000,
             max_exact_steps: accounting::DEFAULT_MAX_EXACT_STEPS,
+            max_sessions: 1000,
         };
         Control::start(settings, Some(4), Box::new(CpuExecutor::new())).unwrap()
     }
@@ -791,6 +847,7 @@ mod tests {
             driver: DriverConfig::default(),
             records: 1000,
             max_exact_steps: accounting::DEFAULT_MAX_EXACT_STEPS,
+            max_sessions: 1000,
         };
         let c = Control::start(settings, None, Box::new(CpuExecutor::new())).unwrap();
         assert_eq!(c.default_k(), None);
@@ -800,6 +857,7 @@ mod tests {
         load(&c, &p, Vec::new()).await;
         let done = collect(
             c.submit(p.tenant_id, vec![event(&p, "s", vec![1, 2], 60_000)])
+                .await
                 .unwrap(),
             1,
         )
@@ -847,7 +905,7 @@ mod tests {
         let events: Vec<Event> = (0..6)
             .map(|i| event(&p, &format!("s{i}"), vec![i, 2 * i], 20))
             .collect();
-        let done = collect(c.submit(p.tenant_id, events).unwrap(), 6).await;
+        let done = collect(c.submit(p.tenant_id, events).await.unwrap(), 6).await;
         let batch = done[0].record.batch;
         for (i, d) in done.iter().enumerate() {
             assert_eq!(d.record.path, Path::Batch);
@@ -897,7 +955,7 @@ mod tests {
         let t0 = Instant::now();
         let mut e = event(&p, "kept", vec![1, 1], 30);
         e.route = None;
-        let done = collect(c.submit(p.tenant_id, vec![e]).unwrap(), 1).await;
+        let done = collect(c.submit(p.tenant_id, vec![e]).await.unwrap(), 1).await;
         assert!(t0.elapsed() < Duration::from_millis(500));
         assert!(matches!(done[0].record.path, Path::Fallback(_)));
         assert_eq!(done[0].started_on, 1);
@@ -915,5 +973,97 @@ mod tests {
         assert_eq!(rows[0].session, "kept");
         assert_eq!(rows[0].route, i32::from(want.route));
         assert!(c.session(p, "kept".to_owned()).await.is_err());
+    }
+
+    /// Restored sessions count toward the limit (and always load); what
+    /// would pass it is refused whole; a deleted session frees its place.
+    #[tokio::test]
+    async fn the_session_limit_counts_restored_ones_and_frees_deleted_ones() {
+        let settings = Settings {
+            driver: DriverConfig::default(),
+            records: 1000,
+            max_exact_steps: accounting::DEFAULT_MAX_EXACT_STEPS,
+            max_sessions: 3,
+        };
+        let c = Control::start(settings, Some(4), Box::new(CpuExecutor::new())).unwrap();
+        let p = policy(Some(4));
+        let init = p.program.init();
+        let stored = ["r1", "r2"].map(|n| (n.to_owned(), 0, init)).to_vec();
+        load(&c, &p, stored).await;
+        let refused = c
+            .submit(
+                p.tenant_id,
+                vec![
+                    event(&p, "n1", vec![1, 1], 1),
+                    event(&p, "n2", vec![1, 1], 1),
+                ],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                Error::SessionLimit(SessionLimit {
+                    held: 2,
+                    new: 2,
+                    max: 3
+                })
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(c.session(p.clone(), "n1".to_owned()).await.unwrap(), None);
+        let fresh = SessionState {
+            route: 0,
+            state: init,
+        };
+        assert_eq!(
+            c.create_session(p.clone(), "n1".to_owned(), fresh)
+                .await
+                .unwrap(),
+            Creation::Created
+        );
+        assert_eq!(
+            c.create_session(p.clone(), "n2".to_owned(), fresh)
+                .await
+                .unwrap(),
+            Creation::Refused(SessionLimit {
+                held: 3,
+                new: 1,
+                max: 3
+            })
+        );
+        assert_eq!(
+            c.create_session(p.clone(), "n1".to_owned(), fresh)
+                .await
+                .unwrap(),
+            Creation::Exists
+        );
+        // A held session's events run at the limit; while one waits for
+        // its batch (K = 4), its session is not deleted.
+        let rx = c
+            .submit(p.tenant_id, vec![event(&p, "r1", vec![2, 2], 300)])
+            .await
+            .unwrap();
+        assert_eq!(
+            c.delete_session(p.clone(), "r1".to_owned()).await.unwrap(),
+            Deletion::Busy
+        );
+        assert_eq!(collect(rx, 1).await.len(), 1);
+        assert_eq!(
+            c.delete_session(p.clone(), "r1".to_owned()).await.unwrap(),
+            Deletion::Deleted
+        );
+        assert_eq!(
+            c.delete_session(p.clone(), "r1".to_owned()).await.unwrap(),
+            Deletion::NotFound
+        );
+        let done = collect(
+            c.submit(p.tenant_id, vec![event(&p, "n2", vec![1, 1], 1)])
+                .await
+                .unwrap(),
+            1,
+        )
+        .await;
+        assert_eq!(done[0].session, "n2");
     }
 }

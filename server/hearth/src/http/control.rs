@@ -1,7 +1,8 @@
 //! The ready-cohort control endpoint: register versioned policies, post
-//! events (answered when they ran, optionally streamed as NDJSON), create and
-//! read sessions, and the live accounting of the tenant's own event log. The
-//! engine and the store behind it are [`crate::control`]'s.
+//! events (answered when they ran, optionally streamed as NDJSON), create,
+//! read and delete sessions (as many per tenant as it may hold), and the
+//! live accounting of the tenant's own event log. The engine and the store
+//! behind it are [`crate::control`]'s.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -27,7 +28,7 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::auth::Tenant;
-use crate::control::{Done, Event, Policy, SessionState, StatsError, schema};
+use crate::control::{Creation, Deletion, Done, Event, Policy, SessionState, StatsError, schema};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::extract::{Json, Path, Query};
 
@@ -37,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_policy))
         .routes(routes!(create_events))
         .routes(routes!(create_session))
-        .routes(routes!(get_session))
+        .routes(routes!(get_session, delete_session))
         .routes(routes!(get_control_stats))
         .routes(routes!(get_control_status))
 }
@@ -490,6 +491,7 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
         (status = 200, description = "Every event ran (or `application/x-ndjson`: one `EventResult` per line)", body = EventsResponse),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, description = "No such policy for this tenant", body = ErrorBody),
+        (status = 409, description = "`limit_reached`: the sessions the events would create pass the tenant's limit (`HEARTH_CONTROL_MAX_SESSIONS`); none ran", body = ErrorBody),
         (status = 422, description = "`validation_failed`", body = ErrorBody),
         (status = 503, body = ErrorBody),
     ))]
@@ -548,7 +550,7 @@ async fn create_events(
         return Err(ApiError::Validation(errors));
     }
     let n = events.len();
-    let mut rx = state.control.submit(tenant.tenant_id, events)?;
+    let mut rx = state.control.submit(tenant.tenant_id, events).await?;
     if wants_ndjson(&headers) {
         let lines = futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
             .take(n)
@@ -625,7 +627,7 @@ fn session_response(p: &Policy, session: String, s: SessionState) -> SessionResp
     responses(
         (status = 201, body = SessionResponse),
         (status = 404, description = "No such policy for this tenant", body = ErrorBody),
-        (status = 409, description = "`conflict`: the session exists", body = ErrorBody),
+        (status = 409, description = "`conflict`: the session exists; `limit_reached`: the tenant holds as many sessions as it may (`HEARTH_CONTROL_MAX_SESSIONS`)", body = ErrorBody),
         (status = 422, body = ErrorBody),
     ))]
 async fn create_session(
@@ -669,15 +671,19 @@ async fn create_session(
         return Err(ApiError::Validation(errors));
     }
     let s = SessionState { route, state: regs };
-    if !state
+    match state
         .control
         .create_session(policy.clone(), req.session.clone(), s)
         .await?
     {
-        return Err(ApiError::Conflict(format!(
-            "session `{}` already exists",
-            req.session
-        )));
+        Creation::Created => {}
+        Creation::Exists => {
+            return Err(ApiError::Conflict(format!(
+                "session `{}` already exists",
+                req.session
+            )));
+        }
+        Creation::Refused(limit) => return Err(ApiError::LimitReached(limit.to_string())),
     }
     Ok((
         StatusCode::CREATED,
@@ -705,18 +711,59 @@ async fn get_session(
     Path(session): Path<String>,
     Query(params): Query<SessionParams>,
 ) -> ApiResult<Json<SessionResponse>> {
-    if !is_session_name(&session) {
-        return Err(ApiError::InvalidRequest(format!(
-            "the session name must be 1..={MAX_SESSION} characters of [A-Za-z0-9_.:@-]"
-        )));
-    }
-    let policy = load_policy(&state, tenant.tenant_id, params.policy).await?;
+    let policy = session_policy(&state, &tenant, &session, &params).await?;
     let s = state
         .control
         .session(policy.clone(), session.clone())
         .await?
         .ok_or(ApiError::NotFound("session"))?;
     Ok(Json(session_response(&policy, session, s)))
+}
+
+/// Deletes a session with no event in flight, freeing its place in the
+/// tenant's session limit; an event naming it afterwards starts it afresh
+/// from the policy's `init`. Answered once the deletion is stored.
+#[utoipa::path(delete, path = "/v1/control/sessions/{session}", tag = "control", operation_id = "delete_session",
+    params(("session" = String, Path, pattern = "^[A-Za-z0-9_.:@-]{1,128}$",
+            description = "Session name, 1..=128 of `[A-Za-z0-9_.:@-]`"), SessionParams),
+    responses((status = 204, description = "Deleted"),
+              (status = 400, description = "`invalid_request`: not a session name, or `policy` is missing or not a UUID", body = ErrorBody),
+              (status = 404, description = "`not_found`: no such policy or session for this tenant", body = ErrorBody),
+              (status = 409, description = "`conflict`: an event of the session is queued or running; retry when it is answered", body = ErrorBody),
+              (status = 503, description = "`unavailable`: the deletion could not be stored; the session may come back after a restart", body = ErrorBody)))]
+async fn delete_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(session): Path<String>,
+    Query(params): Query<SessionParams>,
+) -> ApiResult<StatusCode> {
+    let policy = session_policy(&state, &tenant, &session, &params).await?;
+    match state
+        .control
+        .delete_session(policy, session.clone())
+        .await?
+    {
+        Deletion::Deleted => Ok(StatusCode::NO_CONTENT),
+        Deletion::NotFound => Err(ApiError::NotFound("session")),
+        Deletion::Busy => Err(ApiError::Conflict(format!(
+            "session `{session}` has events queued or running"
+        ))),
+    }
+}
+
+/// The policy of a session named in a path, once the name is checked.
+async fn session_policy(
+    state: &AppState,
+    tenant: &Tenant,
+    session: &str,
+    params: &SessionParams,
+) -> ApiResult<Arc<Policy>> {
+    if !is_session_name(session) {
+        return Err(ApiError::InvalidRequest(format!(
+            "the session name must be 1..={MAX_SESSION} characters of [A-Za-z0-9_.:@-]"
+        )));
+    }
+    load_policy(state, tenant.tenant_id, params.policy).await
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -426,11 +426,7 @@ impl Scheduler {
                         picked += 1;
                         self.enqueue(&mut st, job, &mut actions);
                     }
-                    Err(e) => {
-                        if st.unreadable.insert(row.job_id) {
-                            tracing::error!(job_id = %row.job_id, error = %e, "stored spec unreadable: the job is left queued, and not scheduled");
-                        }
-                    }
+                    Err(e) => st.set_aside(row.job_id, &e),
                 }
             }
         }
@@ -444,9 +440,7 @@ impl Scheduler {
     fn set_aside(&self, unreadable: Vec<(Uuid, sqlx::Error)>) {
         let mut st = self.state();
         for (job_id, e) in unreadable {
-            if st.unreadable.insert(job_id) {
-                tracing::error!(%job_id, error = %e, "job row unreadable: the job is left as it is, and not scheduled");
-            }
+            st.set_aside(job_id, &e);
         }
     }
 

@@ -287,6 +287,14 @@ impl State {
             .is_some_and(|slot| slot.runtime_id == runtime_id)
     }
 
+    /// Leaves a queued job whose row or spec cannot be read where it is,
+    /// out of this leader's scans; reported once.
+    fn set_aside(&mut self, job_id: Uuid, error: &dyn std::fmt::Display) {
+        if self.unreadable.insert(job_id) {
+            tracing::error!(%job_id, %error, "job row unreadable: the job is left as it is, and not scheduled");
+        }
+    }
+
     fn tenant_id(&mut self, tenant: Uuid) -> TenantId {
         let next = TenantId(self.tenants.len() as u64);
         let id = *self.tenants.entry(tenant).or_insert(next);

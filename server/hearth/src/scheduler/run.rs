@@ -86,7 +86,7 @@ const AGENT_GRACE: Duration = Duration::from_secs(15);
 /// line is a stored event, however short: without a bound, a job printing
 /// empty lines would write a million events per MiB of output, and every
 /// tenant's events would wait behind them.
-pub(super) const MAX_LINE_EVENTS: usize = 10_000;
+const MAX_LINE_EVENTS: usize = 10_000;
 
 /// How a job's time on its pods ended.
 pub(super) enum Ending {
