@@ -428,3 +428,68 @@ async fn a_job_run_again_after_its_pod_was_lost_streams_both_runs() {
     // A replay tells the same story with the same ids.
     assert_eq!(all_events(&app, &t.key, &id).await, seen);
 }
+
+/// Another tenant's jobs while one tenant's jobs print floods of empty
+/// lines (10,000 per stream each, the most a job's events carry): each of
+/// their ends waits for its own events, which the journal's turns write in
+/// the next batch, not behind the flood. Prints the quiet tenant's job
+/// latency (`?wait`, one at a time) alone and during the flood.
+///
+/// `cargo test --release -p hearth-tests --test events -- --ignored --nocapture bench_a_flood`
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: prints figures"]
+async fn bench_a_flood_of_lines_holds_up_another_tenant_by_a_batch() {
+    const JOBS: usize = 40;
+    let app = spawn_app().await;
+    let loud = app.create_tenant("loud").await;
+    let quiet = app.create_tenant("quiet").await;
+    let quick = sh_job("quiet", "echo ok\n");
+    let run = async |n: usize| {
+        let mut ms = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t0 = std::time::Instant::now();
+            let (s, v) = app.submit(&quiet.key, &quick, Some(60.0)).await;
+            assert_eq!((s, &v["state"]), (200, &json!("succeeded")), "{v}");
+            ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        ms.sort_by(f64::total_cmp);
+        ms
+    };
+    run(5).await; // a warm pod for the quiet caller
+    let alone = run(JOBS).await;
+    // Each flooding job prints 10,000 empty lines on each stream and ends;
+    // its caller submits the next at once, until the quiet runs are done.
+    let flood = sh_job(
+        "loud",
+        "head -c 10000 /dev/zero | tr '\\0' '\\n'\nhead -c 10000 /dev/zero | tr '\\0' '\\n' >&2\n",
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let flooded = std::sync::atomic::AtomicUsize::new(0);
+    let flooder = async |caller: usize| {
+        let mut job = flood.clone();
+        job["caller"] = json!(format!("loud-{caller}"));
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let (s, v) = app.submit(&loud.key, &job, Some(60.0)).await;
+            assert_eq!((s, &v["state"]), (200, &json!("succeeded")), "{v}");
+            flooded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    let measured = async {
+        // The floods under way first.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let ms = run(JOBS).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        ms
+    };
+    let (during, ..) = tokio::join!(measured, flooder(0), flooder(1), flooder(2), flooder(3));
+    let (p50a, p99a) = (percentile(&alone, 0.5), percentile(&alone, 0.99));
+    let (p50d, p99d) = (percentile(&during, 0.5), percentile(&during, 0.99));
+    println!(
+        "quiet tenant's job, submit to end ({JOBS} one at a time): alone p50 {p50a:.1} ms p99 {p99a:.1} ms; \
+         beside 4 callers of another tenant running {} jobs of 20,000 empty lines: p50 {p50d:.1} ms p99 {p99d:.1} ms \
+         (x{:.2} p50, x{:.2} p99)",
+        flooded.load(std::sync::atomic::Ordering::Relaxed),
+        p50d / p50a,
+        p99d / p99a
+    );
+}
