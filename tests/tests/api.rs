@@ -341,6 +341,21 @@ async fn idempotency_key_returns_the_same_job() {
     let r2 = send(job.clone(), "k-1").await.unwrap();
     let v2: Value = r2.json().await.unwrap();
     assert_eq!(v1["id"], v2["id"]);
+    // The same job with its defaults spelled out, as the service has it.
+    let id = v1["id"].as_str().unwrap();
+    let (_, accepted) = app.get(&t.key, &format!("/v1/jobs/{id}/request")).await;
+    assert!(
+        job.get("priority").is_none() && accepted["priority"] == 0,
+        "defaults spelled out: {accepted}"
+    );
+    let r = send(accepted.clone(), "k-1").await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["id"], v1["id"]);
+    let mut spelled = job.clone();
+    spelled["priority"] = json!(0);
+    spelled["env"] = json!({});
+    let r = send(spelled, "k-1").await.unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["id"], v1["id"]);
     let r3 = send(python_job("idem", "print('other')"), "k-1")
         .await
         .unwrap();

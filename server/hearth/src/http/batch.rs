@@ -114,13 +114,14 @@ async fn create_jobs(
                     .to_owned(),
             });
         }
-        let hash = item.idempotency_key.as_ref().map(|_| {
-            hearth_core::sha256_hex(
-                &serde_json::to_vec(&item.job).expect("a parsed job serializes"),
-            )
-        });
         match validate::job(item.job, &state.limits, |name| state.profiles.get(name)) {
-            Ok(spec) => accepted.push((i, spec, item.idempotency_key, hash)),
+            Ok(spec) => {
+                let hash = item
+                    .idempotency_key
+                    .as_ref()
+                    .map(|_| super::jobs::request_hash(&spec));
+                accepted.push((i, spec, item.idempotency_key, hash));
+            }
             Err(Invalid::UnknownProfile(p)) => errors.push(FieldError {
                 field: at("job.profile"),
                 message: format!("unknown profile `{p}`"),

@@ -255,10 +255,17 @@ pub(crate) fn is_idempotency_key(key: &str) -> bool {
         && bytes.iter().all(|b| *b == b' ' || visible(b))
 }
 
+/// What an idempotency key is bound to: the job as accepted, defaults filled
+/// in, so a retry that spells out a default (or sends the body of
+/// `GET /v1/jobs/{id}/request`) is the same job.
+pub(crate) fn request_hash(spec: &hearth_core::job::Spec) -> String {
+    hearth_core::sha256_hex(&serde_json::to_vec(spec).expect("a job spec serializes"))
+}
+
 /// Submits a job. With `wait`, answers 200 with the finished job if it ends in
 /// time, else 202 with the job as it stands. An `Idempotency-Key` header makes
-/// retries safe: the same key and body give the same job; the same key with
-/// another body is 409.
+/// retries safe: the same key and job give the same job (a default left out
+/// or spelled out is the same job); the same key with another job is 409.
 #[utoipa::path(post, path = "/v1/jobs", tag = "jobs", operation_id = "create_job",
     params(WaitParams, ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
         pattern = r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$",
@@ -301,9 +308,6 @@ async fn create_job(
                 .to_owned(),
         ),
     };
-    let request_hash = idempotency_key.as_ref().map(|_| {
-        hearth_core::sha256_hex(&serde_json::to_vec(&req).expect("a parsed request serializes"))
-    });
     // The job's first span: its trace context is stored with it, and every
     // span the scheduler writes for the job, on whichever replica leads,
     // continues it.
@@ -331,6 +335,7 @@ async fn create_job(
             return Err(ApiError::UnknownBundle(digest.clone()));
         }
         let spec_json = serde_json::to_value(&spec).map_err(|e| ApiError::Internal(e.into()))?;
+        let request_hash = idempotency_key.as_ref().map(|_| request_hash(&spec));
         let traceparent = crate::telemetry::job_trace(&accept, &headers).map(|t| t.header());
         // A job waited for is accepted with a relaxed commit: its answer
         // waits for a durable one anyway (see `answer`).
