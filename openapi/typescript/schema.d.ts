@@ -291,7 +291,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A policy's sessions by name, as stored.
+         * @description A policy's sessions by name, as stored: a `commit` policy's as they are,
+         *     a `snapshot` policy's as of its last snapshot (`HEARTH_CONTROL_SNAPSHOT_S`;
+         *     a session its first event created since is listed from the next). With
+         *     `held` against `max_sessions`, what to delete to make room.
+         */
+        get: operations["list_sessions"];
         put?: never;
         /**
          * Creates a session explicitly.
@@ -393,8 +400,8 @@ export interface paths {
          * Submits a job.
          * @description Submits a job. With `wait`, answers 200 with the finished job if it ends in
          *     time, else 202 with the job as it stands. An `Idempotency-Key` header makes
-         *     retries safe: the same key and body give the same job; the same key with
-         *     another body is 409.
+         *     retries safe: the same key and job give the same job (a default left out
+         *     or spelled out is the same job); the same key with another job is 409.
          */
         post: operations["create_job"];
         delete?: never;
@@ -1520,6 +1527,17 @@ export interface components {
             mechanisms: components["schemas"]["MechanismResponse"][];
             profiles: components["schemas"]["ProfileResponse"][];
             runtime: string;
+        };
+        /** @description A page of a policy's sessions. */
+        ListSessionsResponse: {
+            /** @description Sessions this tenant holds over all its policies. */
+            held: number;
+            /** @description The most it may hold (`HEARTH_CONTROL_MAX_SESSIONS`). */
+            max_sessions: number;
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor?: string | null;
+            /** @description By name. */
+            sessions: components["schemas"]["SessionResponse"][];
         };
         MechanismResponse: {
             available: boolean;
@@ -3342,6 +3360,69 @@ export interface operations {
                 };
             };
             /** @description `not_found`: no such resource (for this tenant) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Any other error, as an `ErrorBody`: `internal` (500, a bug: logged, never described) or `unavailable` (503, the database is unavailable: retry) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_sessions: {
+        parameters: {
+            query: {
+                /** @description The policy (`policy_id`) whose sessions to list. */
+                policy: string;
+                /** @description `next_cursor` of the previous page: sessions named after it. */
+                cursor?: string;
+                /** @description Page size (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListSessionsResponse"];
+                };
+            };
+            /** @description `invalid_request`: `policy` missing or not a UUID, `cursor` not a session name, `limit` out of range */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `unauthorized`: missing, unknown, revoked or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `not_found`: no such policy for this tenant */
             404: {
                 headers: {
                     [name: string]: unknown;

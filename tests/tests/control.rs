@@ -776,6 +776,49 @@ async fn a_tenant_holds_at_most_its_sessions_and_deleting_one_frees_a_place() {
     // The freed place takes a new session, which starts from `init`.
     reference.sessions.remove("b");
     run_events(&app, &t.key, &policy, "d", 1, &mut reference).await;
+    // The listing pages through what the tenant holds, with the count.
+    let list = async |query: &str| {
+        app.get(
+            &t.key,
+            &format!("/v1/control/sessions?policy={policy}{query}"),
+        )
+        .await
+    };
+    let (s, page) = list("&limit=2").await;
+    assert_eq!(s, 200, "{page}");
+    assert_eq!(
+        (page["held"].as_u64(), page["max_sessions"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let names = |page: &Value| -> Vec<String> {
+        page["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["session"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&page), ["a", "c"]);
+    assert_eq!(
+        page["sessions"][0],
+        session_state(&app, &t.key, &policy, "a").await
+    );
+    let cursor = format!("&limit=2&cursor={}", page["next_cursor"].as_str().unwrap());
+    let (_, last) = list(&cursor).await;
+    assert_eq!(names(&last), ["d"]);
+    assert!(last["next_cursor"].is_null(), "{last}");
+    for bad in ["&limit=0", "&limit=1001", "&cursor=no%20name"] {
+        let (s, v) = list(bad).await;
+        assert_eq!(
+            (s, v["code"].as_str()),
+            (400, Some("invalid_request")),
+            "{bad}: {v}"
+        );
+    }
+    let (s, _) = app
+        .get(&other.key, &format!("/v1/control/sessions?policy={policy}"))
+        .await;
+    assert_eq!(s, 404, "another tenant's policy");
     // Across a restart: "b" stays deleted, the rest as they were.
     let held: Vec<Value> =
         futures::future::join_all(["a", "c", "d"].map(|n| session_state(&app, &t.key, &policy, n)))

@@ -13,7 +13,14 @@ import pytest
 import hearth
 from hearth_client import AuthenticatedClient
 from hearth_client.api.admin import create_tenant
-from hearth_client.api.control import create_events, create_policy, create_session, delete_session, get_session
+from hearth_client.api.control import (
+    create_events,
+    create_policy,
+    create_session,
+    delete_session,
+    get_session,
+    list_sessions,
+)
 from hearth_client.api.jobs import cancel_job, create_job, create_jobs, get_job, list_jobs
 from hearth_client.api.pools import get_pool, list_pools
 from hearth_client.models import (
@@ -203,6 +210,11 @@ def test_control_sessions_are_created_used_and_deleted(client: AuthenticatedClie
     )
     assert ran.results[0].state == [7]
     assert hearth.ok(get_session.sync_detailed("sdk-s", client=client, policy=policy.policy_id)).state == [7]
+
+    listed = hearth.ok(list_sessions.sync_detailed(client=client, policy=policy.policy_id, limit=10))
+    assert [s.session for s in listed.sessions] == ["sdk-s"]
+    assert listed.sessions[0].state == [7]
+    assert listed.held >= 1 and listed.max_sessions >= listed.held
 
     deleted = delete_session.sync_detailed("sdk-s", client=client, policy=policy.policy_id)
     assert deleted.status_code == 204

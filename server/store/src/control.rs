@@ -201,6 +201,31 @@ pub async fn write_sessions(
     Ok(())
 }
 
+/// A page of one policy's stored sessions by name: the first `limit` named
+/// after `after` (from the first without it).
+#[tracing::instrument(skip(db))]
+pub async fn session_page(
+    db: impl PgExecutor<'_>,
+    tenant_id: Uuid,
+    policy_id: Uuid,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<SessionRow>> {
+    Ok(sqlx::query_as!(
+        SessionRow,
+        "select tenant_id, policy_id, session, route, state
+         from control_session
+         where tenant_id = $1 and policy_id = $2 and ($3::text is null or session > $3)
+         order by session limit $4",
+        tenant_id,
+        policy_id,
+        after,
+        limit
+    )
+    .fetch_all(db)
+    .await?)
+}
+
 /// The stored sessions of one policy.
 #[tracing::instrument(skip(db))]
 pub async fn sessions(

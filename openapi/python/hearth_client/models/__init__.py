@@ -64,6 +64,7 @@ from .list_jobs_response import ListJobsResponse
 from .list_policies_response import ListPoliciesResponse
 from .list_pools_response import ListPoolsResponse
 from .list_profiles_response import ListProfilesResponse
+from .list_sessions_response import ListSessionsResponse
 from .mechanism_response import MechanismResponse
 from .p_star_bounds import PStarBounds
 from .pod_counts import PodCounts
@@ -164,6 +165,7 @@ __all__ = (
     "ListPoliciesResponse",
     "ListPoolsResponse",
     "ListProfilesResponse",
+    "ListSessionsResponse",
     "MechanismResponse",
     "PodCounts",
     "PodEventResponse",

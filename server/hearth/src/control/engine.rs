@@ -269,6 +269,11 @@ pub enum Command {
         session: String,
         reply: oneshot::Sender<Option<SessionState>>,
     },
+    /// How many sessions a tenant holds.
+    SessionCount {
+        tenant: Uuid,
+        reply: oneshot::Sender<usize>,
+    },
     /// A tenant's event log (shared chunks; the caller filters and analyses).
     Stats {
         tenant: Uuid,
@@ -585,6 +590,9 @@ impl Engine {
                     .and_then(|s| t.driver.session(s.id))
                     .map(|(route, state)| SessionState { route, state });
                 let _ = reply.send(found);
+            }
+            Command::SessionCount { tenant, reply } => {
+                let _ = reply.send(self.tenants.get(&tenant).map_or(0, |t| t.sessions.len()));
             }
             Command::Stats { tenant, reply } => {
                 let cap = self.settings.records;

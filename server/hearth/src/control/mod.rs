@@ -490,6 +490,15 @@ impl Control {
         .await
     }
 
+    /// How many sessions `tenant` holds (against its limit).
+    ///
+    /// # Errors
+    /// [`Stopped`].
+    pub async fn session_count(&self, tenant: Uuid) -> Result<usize, Stopped> {
+        self.ask(|reply| Command::SessionCount { tenant, reply })
+            .await
+    }
+
     /// A session's state, if it exists.
     ///
     /// # Errors

@@ -37,7 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_policy, list_policies))
         .routes(routes!(get_policy))
         .routes(routes!(create_events))
-        .routes(routes!(create_session))
+        .routes(routes!(create_session, list_sessions))
         .routes(routes!(get_session, delete_session))
         .routes(routes!(get_control_stats))
         .routes(routes!(get_control_status))
@@ -718,6 +718,101 @@ async fn get_session(
         .await?
         .ok_or(ApiError::NotFound("session"))?;
     Ok(Json(session_response(&policy, session, s)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListSessionsParams {
+    /// The policy (`policy_id`) whose sessions to list.
+    pub policy: Uuid,
+    /// `next_cursor` of the previous page: sessions named after it.
+    #[param(pattern = "^[A-Za-z0-9_.:@-]{1,128}$")]
+    pub cursor: Option<String>,
+    /// Page size (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+}
+
+/// A page of a policy's sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListSessionsResponse {
+    /// By name.
+    pub sessions: Vec<SessionResponse>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// Sessions this tenant holds over all its policies.
+    pub held: usize,
+    /// The most it may hold (`HEARTH_CONTROL_MAX_SESSIONS`).
+    pub max_sessions: usize,
+}
+
+/// A policy's sessions by name, as stored: a `commit` policy's as they are,
+/// a `snapshot` policy's as of its last snapshot (`HEARTH_CONTROL_SNAPSHOT_S`;
+/// a session its first event created since is listed from the next). With
+/// `held` against `max_sessions`, what to delete to make room.
+#[utoipa::path(get, path = "/v1/control/sessions", tag = "control", operation_id = "list_sessions",
+    params(ListSessionsParams),
+    responses((status = 200, body = ListSessionsResponse),
+              (status = 400, description = "`invalid_request`: `policy` missing or not a UUID, `cursor` not a session name, `limit` out of range", body = ErrorBody),
+              (status = 401, body = ErrorBody),
+              (status = 404, description = "`not_found`: no such policy for this tenant", body = ErrorBody)))]
+async fn list_sessions(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Query(params): Query<ListSessionsParams>,
+) -> ApiResult<Json<ListSessionsResponse>> {
+    let limit = params.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::InvalidRequest("`limit` must be 1..=1000".into()));
+    }
+    if params
+        .cursor
+        .as_deref()
+        .is_some_and(|c| !is_session_name(c))
+    {
+        return Err(ApiError::InvalidRequest(
+            "`cursor` must be a session name (the `next_cursor` of a page)".into(),
+        ));
+    }
+    let policy = load_policy(&state, tenant.tenant_id, params.policy).await?;
+    let mut rows = hearth_store::control::session_page(
+        &state.db,
+        tenant.tenant_id,
+        policy.policy_id,
+        params.cursor.as_deref(),
+        limit + 1,
+    )
+    .await?;
+    let next_cursor = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| r.session.clone())
+    } else {
+        None
+    };
+    let registers = policy.program.registers() as usize;
+    // A row that no longer reads (edited by hand) is left out, not the page.
+    let sessions: Vec<SessionResponse> = rows
+        .into_iter()
+        .filter_map(|row| {
+            let mut state: Vec<u32> = serde_json::from_value(row.state).ok()?;
+            state.resize(registers, 0);
+            let route = u16::try_from(row.route)
+                .ok()
+                .filter(|&r| usize::from(r) < policy.routes.len())?;
+            Some(SessionResponse {
+                policy_id: policy.policy_id,
+                session: row.session,
+                state,
+                route: route_ref(&policy, route),
+            })
+        })
+        .collect();
+    Ok(Json(ListSessionsResponse {
+        sessions,
+        next_cursor,
+        held: state.control.session_count(tenant.tenant_id).await?,
+        max_sessions: state.config.control_max_sessions,
+    }))
 }
 
 /// Deletes a session with no event in flight, freeing its place in the

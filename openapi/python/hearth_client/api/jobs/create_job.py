@@ -113,8 +113,8 @@ def sync_detailed(
 
      Submits a job. With `wait`, answers 200 with the finished job if it ends in
     time, else 202 with the job as it stands. An `Idempotency-Key` header makes
-    retries safe: the same key and body give the same job; the same key with
-    another body is 409.
+    retries safe: the same key and job give the same job (a default left out
+    or spelled out is the same job); the same key with another job is 409.
 
     Args:
         wait (float | Unset):
@@ -156,8 +156,8 @@ def sync(
 
      Submits a job. With `wait`, answers 200 with the finished job if it ends in
     time, else 202 with the job as it stands. An `Idempotency-Key` header makes
-    retries safe: the same key and body give the same job; the same key with
-    another body is 409.
+    retries safe: the same key and job give the same job (a default left out
+    or spelled out is the same job); the same key with another job is 409.
 
     Args:
         wait (float | Unset):
@@ -194,8 +194,8 @@ async def asyncio_detailed(
 
      Submits a job. With `wait`, answers 200 with the finished job if it ends in
     time, else 202 with the job as it stands. An `Idempotency-Key` header makes
-    retries safe: the same key and body give the same job; the same key with
-    another body is 409.
+    retries safe: the same key and job give the same job (a default left out
+    or spelled out is the same job); the same key with another job is 409.
 
     Args:
         wait (float | Unset):
@@ -235,8 +235,8 @@ async def asyncio(
 
      Submits a job. With `wait`, answers 200 with the finished job if it ends in
     time, else 202 with the job as it stands. An `Idempotency-Key` header makes
-    retries safe: the same key and body give the same job; the same key with
-    another body is 409.
+    retries safe: the same key and job give the same job (a default left out
+    or spelled out is the same job); the same key with another job is 409.
 
     Args:
         wait (float | Unset):
