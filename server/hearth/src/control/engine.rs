@@ -678,7 +678,8 @@ impl Engine {
     /// they create (counted only when they might not).
     fn admit(&self, tenant: Uuid, events: &[Event]) -> Result<(), SessionLimit> {
         let max = self.settings.max_sessions;
-        let held = self.tenants.get(&tenant).map_or(0, |t| t.sessions.len());
+        let sessions = self.tenants.get(&tenant).map(|t| &t.sessions);
+        let held = sessions.map_or(0, HashMap::len);
         if held.saturating_add(events.len()) <= max {
             return Ok(());
         }
@@ -686,9 +687,7 @@ impl Engine {
             .iter()
             .map(|e| (e.policy.policy_id, e.session.as_str()))
             .filter(|&(policy, name)| {
-                self.tenants
-                    .get(&tenant)
-                    .is_none_or(|t| !t.sessions.contains_key(&(policy, name.to_owned())))
+                sessions.is_none_or(|held| !held.contains_key(&(policy, name.to_owned())))
             })
             .collect();
         if held.saturating_add(new.len()) <= max {

@@ -169,6 +169,19 @@ pub fn initial_k(kind: ExecutorKind) -> Option<u32> {
     }
 }
 
+/// A stored session's next route and registers; `None` if the row no
+/// longer reads (edited by hand).
+pub fn stored_session(row: &hearth_store::control::SessionRow) -> Option<SessionState> {
+    let words: Vec<u32> = serde_json::from_value(row.state.clone()).ok()?;
+    let mut state: Regs = [0; MAX_REGISTERS];
+    let n = words.len().min(MAX_REGISTERS);
+    state[..n].copy_from_slice(&words[..n]);
+    Some(SessionState {
+        route: u16::try_from(row.route).ok()?,
+        state,
+    })
+}
+
 /// Handle of the control engine; cheap to share (hold it in an `Arc`).
 #[derive(Debug)]
 pub struct Control {
@@ -278,12 +291,9 @@ impl Control {
         let sessions = hearth_store::control::sessions(db, tenant_id, policy_id)
             .await?
             .into_iter()
-            .filter_map(|s| {
-                let words: Vec<u32> = serde_json::from_value(s.state).ok()?;
-                let mut regs: Regs = [0; MAX_REGISTERS];
-                let n = words.len().min(MAX_REGISTERS);
-                regs[..n].copy_from_slice(&words[..n]);
-                Some((s.session, u16::try_from(s.route).ok()?, regs))
+            .filter_map(|row| {
+                let s = stored_session(&row)?;
+                Some((row.session, s.route, s.state))
             })
             .collect();
         self.ask(|reply| Command::Load {

@@ -789,22 +789,13 @@ async fn list_sessions(
     } else {
         None
     };
-    let registers = policy.program.registers() as usize;
     // A row that no longer reads (edited by hand) is left out, not the page.
     let sessions: Vec<SessionResponse> = rows
         .into_iter()
         .filter_map(|row| {
-            let mut state: Vec<u32> = serde_json::from_value(row.state).ok()?;
-            state.resize(registers, 0);
-            let route = u16::try_from(row.route)
-                .ok()
-                .filter(|&r| usize::from(r) < policy.routes.len())?;
-            Some(SessionResponse {
-                policy_id: policy.policy_id,
-                session: row.session,
-                state,
-                route: route_ref(&policy, route),
-            })
+            let s = crate::control::stored_session(&row)
+                .filter(|s| usize::from(s.route) < policy.routes.len())?;
+            Some(session_response(&policy, row.session, s))
         })
         .collect();
     Ok(Json(ListSessionsResponse {
